@@ -1,0 +1,31 @@
+# `make demo`: set up .venv and parse sentences with the bundled structformer-ptb (then score it on the gold
+# sample when ../shared/data is present). `make test`: set up .venv and run the test suite. Both are idempotent.
+VENV := .venv
+PY := $(VENV)/bin/python
+DATA ?= ../shared/data
+STAMP := $(VENV)/.installed
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+.PHONY: setup demo test bench
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/hf-structure parse --draw "The old man sat on the bench." "Stocks fell sharply after the report was released."
+	@if [ -d $(DATA)/ptb-sample/dev ]; then \
+		$(VENV)/bin/hf-structure evaluate --treebank $(DATA)/ptb-sample/dev; \
+		for b in right-branching left-branching random; do \
+			$(VENV)/bin/hf-structure evaluate --treebank $(DATA)/ptb-sample/dev --baseline $$b; done; \
+	else echo "$(DATA)/ptb-sample/dev not found: skipping the scores"; fi
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+bench: $(STAMP)
+	$(PY) benchmarks/structformer_speed.py
+	$(PY) benchmarks/pipeline_throughput.py

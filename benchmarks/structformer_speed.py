@@ -1,0 +1,532 @@
+#!/usr/bin/env python
+"""Speed and memory of StructFormer's dependency distribution p_D: ours (O(B L^2) memory) against the plain
+B x L x L x L version, inside masked-LM training and on its own.
+
+Part 1 (training): tokens/s of `StructFormerForMaskedLM` training steps (forward, backward, AdamW step, fp32) on
+real PTB train batches made the way `run_mlm.py` makes them (word tokenizer, length-grouped batches,
+`ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)`). The model is the same (same config, same initial weights,
+same batches) for every p_D implementation; only `modeling_structformer.dependency_distribution` is swapped.
+Tokens are real words (pads excluded), warm-up steps are not timed. Our p_D is also timed under bf16 autocast.
+
+Part 2 (p_D alone): forward + backward time and peak memory of p_D at several sentence lengths, each
+(implementation, length) in a fresh subprocess under an address-space limit, so that an implementation that runs
+out of memory (or time) is reported as such and the benchmark goes on.
+
+p_D implementations:
+  ours        `modeling_structformer.dependency_distribution`: exact, O(B L^2) memory (float64 inside).
+  reference   `naive_dependency_distribution` of tests/reference_structformer.py: B x L x L x L span and head
+              tensors, and an O(L^2) Python loop for the span-boundary probabilities.
+  vectorized  the same B x L x L x L computation with that loop replaced by cumulative minima, as the authors'
+              code computes the span boundaries; it isolates the cost of the L^3 tensors from the loop's.
+All three compute the same p_D; the script checks this on a small batch before timing.
+
+Every number comes from this one run and every ratio is computed from numbers of this run. Nothing is asserted
+about speed. Run with --help for the sizes; --quick is a smoke run at tiny sizes.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import weakref
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if importlib.util.find_spec("hf_structure") is None:  # not installed: use the source tree (src layout)
+    sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))  # reference_structformer.py
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from reference_structformer import cubic_parent_distribution, naive_dependency_distribution  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch.utils._pytree import tree_leaves  # noqa: E402
+
+from hf_structure.models.structformer import modeling_structformer  # noqa: E402
+
+OURS = modeling_structformer.dependency_distribution
+
+
+def vectorized_cubic_dependency_distribution(distances, heights, mask, split_scale, head_scale):
+    """p_D with B x L x L x L span and head tensors (as the authors' code), span boundaries by cumulative minima.
+
+    Same result as `naive_dependency_distribution`; the only difference is that the probabilities that word i's
+    constituent starts at l / ends at r come from two cumulative minima instead of a Python loop.
+    """
+    length = heights.shape[1]
+    index = torch.arange(length, device=heights.device)
+    split_mask = F.pad(mask[:, 1:], (0, 1), value=False) & mask
+    gamma = torch.sigmoid((heights[:, :, None] - distances[:, None, :]) * split_scale)
+    gamma = gamma.masked_fill(~split_mask[:, None, :], 0.0)
+    left_of_i = index[None, :] < index[:, None]  # [i, k]: k < i
+    inside_left = torch.where(left_of_i, gamma, 1.0).flip(-1).cummin(-1).values.flip(-1)
+    p_left = inside_left - F.pad(inside_left[..., :-1], (1, 0), value=0.0)  # [b, i, l], zero for l > i
+    inside_right = torch.where(left_of_i, 1.0, gamma).cummin(-1).values
+    inside_right = F.pad(inside_right[..., :-1], (1, 0), value=1.0)
+    p_right = inside_right - F.pad(inside_right[..., 1:], (0, 1), value=0.0)  # [b, i, r], zero for r < i
+    return cubic_parent_distribution(p_left, p_right, heights, mask, head_scale)
+
+
+IMPLEMENTATIONS = {
+    "ours": OURS,
+    "reference": naive_dependency_distribution,
+    "vectorized": vectorized_cubic_dependency_distribution,
+}
+
+
+# ---------------------------------------------------------------------------------------------- machine, checks
+
+
+def machine_summary() -> str:
+    model, flags = platform.processor() or "?", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and model in ("?", "", "x86_64"):
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    bf16 = [f for f in ("avx512_bf16", "amx_bf16", "avx512f") if f in flags] or ["none of avx512f/avx512_bf16/amx_bf16"]
+    return (
+        f"CPU: {model}; {os.cpu_count()} logical CPUs; bf16-relevant flags: {', '.join(bf16)}\n"
+        f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, Python {platform.python_version()}"
+    )
+
+
+def check_implementations(names) -> None:
+    """All implementations give the same p_D (and gradients) on a small ragged batch, in float64."""
+    generator = torch.Generator().manual_seed(0)
+    distances = (torch.randn(3, 9, generator=generator, dtype=torch.float64) * 2).requires_grad_()
+    heights = (torch.randn(3, 9, generator=generator, dtype=torch.float64) * 2).requires_grad_()
+    mask = torch.arange(9)[None, :] < torch.tensor([9, 6, 2])[:, None]
+    scales = torch.tensor(1.3, dtype=torch.float64), torch.tensor(0.7, dtype=torch.float64)
+    weights = torch.randn(3, 9, 9, generator=generator, dtype=torch.float64)
+    results = {}
+    for name in names:
+        out = IMPLEMENTATIONS[name](distances, heights, mask, *scales)
+        results[name] = (out, *torch.autograd.grad((out * weights).sum(), [distances, heights]))
+    for name in names:
+        if name != "ours":
+            diff = max((a - b).abs().max().item() for a, b in zip(results[name], results["ours"]))
+            print(f"check: max |{name} - ours| over p_D and its gradients (float64, B=3, L=9): {diff:.1e}")
+            if diff > 1e-6:
+                raise SystemExit(f"{name} disagrees with ours ({diff:.1e}): the comparison would be meaningless")
+
+
+# ---------------------------------------------------------------------------------------- part 1: training
+
+
+def make_batches(batch_size: int, count: int, max_length: int, seed: int, max_sentences: int | None = None):
+    """`count` batches of PTB train sentences as `run_mlm.py` makes them (length-grouped, 30% masked)."""
+    from hf_structure.lm_data import ptb_lm_lines
+    from hf_structure.tokenization import build_word_tokenizer
+    from hf_structure.training import EpochSeededLengthGroupedSampler, ReproducibleMaskingCollator, tokenize_sentences
+
+    tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
+    lines = ptb_lm_lines("train")
+    dataset = tokenize_sentences(lines[:max_sentences] if max_sentences else lines, tokenizer, max_length)
+    sampler = EpochSeededLengthGroupedSampler(batch_size, lengths=dataset["length"], seed=seed)
+    order = list(iter(sampler))[: batch_size * count]
+    if len(order) < batch_size * count:
+        raise SystemExit(f"PTB train has only {len(order)} sentences; ask for fewer steps or smaller batches")
+    collator = ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)
+    ids = dataset["input_ids"]
+    batches = [
+        collator([{"input_ids": ids[i]} for i in order[k : k + batch_size]])
+        for k in range(0, batch_size * count, batch_size)
+    ]
+    return tokenizer, batches
+
+
+def train_throughput(impl: str, bf16: bool, config, batches, warmup: int, lr: float, seed: int) -> dict:
+    """Train a fresh model (seeded: same initial weights for every call) on `batches`; time all but the first
+    `warmup` steps."""
+    from hf_structure.models.structformer import StructFormerForMaskedLM
+
+    modeling_structformer.dependency_distribution = IMPLEMENTATIONS[impl]
+    try:
+        torch.manual_seed(seed)
+        model = StructFormerForMaskedLM(config).train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        seconds, tokens, first_loss, losses = 0.0, 0, None, []
+        for step, batch in enumerate(batches):
+            start = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = model(**batch).loss
+            loss.backward()
+            optimizer.step()
+            elapsed = time.perf_counter() - start
+            if first_loss is None:
+                first_loss = loss.item()
+            if step >= warmup:
+                seconds += elapsed
+                tokens += int(batch["attention_mask"].sum())
+                losses.append(loss.item())
+    finally:
+        modeling_structformer.dependency_distribution = OURS
+    timed = len(batches) - warmup
+    return {
+        "impl": impl,
+        "dtype": "bf16 autocast" if bf16 else "fp32",
+        "steps": timed,
+        "tokens": tokens,
+        "seconds": seconds,
+        "tokens_per_s": tokens / seconds,
+        "s_per_step": seconds / timed,
+        "first_loss": first_loss,
+    }
+
+
+def run_training(args) -> list[dict]:
+    from hf_structure.models.structformer import StructFormerConfig
+
+    count = args.warmup_steps + args.steps
+    print(f"\n== Part 1: training throughput ==\nmaking {count} batches of {args.batch_size} PTB train sentences ...")
+    tokenizer, batches = make_batches(args.batch_size, count, args.max_length, args.seed, args.max_sentences)
+    config = StructFormerConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=args.hidden_size,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        intermediate_size=args.d_ff,
+        pad_token_id=tokenizer.pad_token_id,
+        mask_token_id=tokenizer.mask_token_id,
+    )
+    timed = batches[args.warmup_steps :]
+    words = sum(int(b["attention_mask"].sum()) for b in timed)
+    lengths = [b["input_ids"].shape[1] for b in timed]
+    print(
+        f"model: hidden {args.hidden_size}, {args.layers} layers, {args.heads} heads, d_ff {args.d_ff}, "
+        f"vocab {len(tokenizer)}; AdamW lr {args.lr}; dropout {config.hidden_dropout_prob}\n"
+        f"timed: {args.steps} steps after {args.warmup_steps} warm-up steps; {words} real words "
+        f"(padded lengths {min(lengths)}-{max(lengths)}, mean {statistics.mean(lengths):.1f}); "
+        f"same batches and initial weights for every row"
+    )
+    runs = [(impl, False) for impl in args.impls]
+    if not args.no_bf16:
+        runs.append(("ours", True))
+    results = []
+    for impl, bf16 in runs:
+        run_batches = batches if not bf16 or args.bf16_steps is None else batches[: args.warmup_steps + args.bf16_steps]
+        result = train_throughput(impl, bf16, config, run_batches, args.warmup_steps, args.lr, args.seed)
+        results.append(result)
+        print(
+            f"  {impl:<10} {result['dtype']:<13} {result['tokens_per_s']:9.1f} tokens/s  "
+            f"({result['s_per_step']:.3f} s/step over {result['steps']} steps; first-step loss {result['first_loss']:.6f})",
+            flush=True,
+        )
+    ours = next(r for r in results if r["impl"] == "ours" and r["dtype"] == "fp32")
+    print(f"\n{'p_D':<11}{'dtype':<15}{'tokens/s':>10}{'s/step':>9}  ratio of tokens/s")
+    for r in results:
+        if r is ours:
+            ratio = "1.00 (baseline)"
+        elif r["dtype"] == "fp32":
+            ratio = f"ours / {r['impl']} = {ours['tokens_per_s'] / r['tokens_per_s']:.2f} (>1: ours faster)"
+        else:
+            ratio = f"bf16 / fp32 = {r['tokens_per_s'] / ours['tokens_per_s']:.3f} (<1: bf16 slower)"
+        print(f"{r['impl']:<11}{r['dtype']:<15}{r['tokens_per_s']:>10.1f}{r['s_per_step']:>9.3f}  {ratio}")
+    print(
+        "(fp32 rows should show the same first-step loss: same weights, batches and p_D up to rounding. bf16 rows time "
+        + (f"only {args.bf16_steps} steps)" if args.bf16_steps is not None else "the same steps)")
+    )
+    return results
+
+
+# -------------------------------------------------------------------------------------- part 2: p_D alone
+
+
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _reset_peak_rss() -> bool:
+    """Reset this process's peak-RSS mark (VmHWM; Linux >= 4.0). False where not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _malloc_trim() -> None:
+    """Give free heap memory back to the system (glibc), so that the RSS baseline holds no reusable free memory."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class LiveTensorBytes(TorchDispatchMode):
+    """Peak bytes of tensor storages created by the ops run under this mode (backward ops included) that are alive
+    at the same time. Storages are counted once however many views they have, and released when freed."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = 0
+        self.peak = 0
+        self._sizes = {}
+
+    def _release(self, key):
+        self.live -= self._sizes.pop(key, 0)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_leaves(out):
+            if isinstance(tensor, torch.Tensor) and tensor.device.type == "cpu":
+                storage = tensor.untyped_storage()
+                key, size = id(storage), storage.nbytes()
+                if key not in self._sizes:
+                    self._sizes[key] = 0
+                    weakref.finalize(storage, self._release, key)
+                self.live += size - self._sizes[key]  # also catches a storage resized by an out= op
+                self._sizes[key] = size
+                self.peak = max(self.peak, self.live)
+        return out
+
+
+def pd_worker(spec: dict) -> None:
+    """One (implementation, length) measurement in this fresh process; prints JSON lines, the last one final."""
+    torch.set_num_threads(spec["threads"])
+    fn = IMPLEMENTATIONS[spec["impl"]]
+    batch, length = spec["batch"], spec["length"]
+    generator = torch.Generator().manual_seed(0)
+    distances = torch.randn(batch, length, generator=generator).requires_grad_()
+    heights = torch.randn(batch, length, generator=generator).requires_grad_()
+    scales = torch.zeros(2, requires_grad=True)
+    mask = torch.ones(batch, length, dtype=torch.bool)
+    weights = torch.randn(batch, length, length, generator=generator)
+    torch.ones(64, 64) @ torch.ones(64, 64)  # start the intra-op threads before the baseline
+    result = {"impl": spec["impl"], "length": length, "batch": batch}
+
+    def step():
+        split_scale, head_scale = scales.exp().unbind()
+        out = fn(distances, heights, mask, split_scale, head_scale)
+        (out * weights).sum().backward()
+        distances.grad = heights.grad = scales.grad = None
+
+    # Allow this much more address space than the process holds now; a bigger allocation fails with an error.
+    limit = _status_kb("VmSize") * 1024 + int(spec["max_memory_gb"] * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    try:
+        for _ in range(spec["warmup"]):
+            step()
+        # Baseline after the warm-up (code pages of the kernels now resident), with free heap memory given back.
+        _malloc_trim()
+        baseline_kb = _status_kb("VmRSS")
+        exact_reset = _reset_peak_rss()
+        times = []
+        for _ in range(spec["repeats"]):
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
+        peak_kb = _status_kb("VmHWM") if exact_reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result.update(
+            status="ok",
+            ms=1000 * statistics.median(times),
+            ms_min=1000 * min(times),
+            rss_mb=max(peak_kb - baseline_kb, 0) / 1024,
+            rss_exact=exact_reset,
+        )
+        print(json.dumps(result), flush=True)
+        if spec["tensor_memory"]:
+            tracker = LiveTensorBytes()
+            with tracker:
+                step()
+            result["tensor_mb"] = tracker.peak / 2**20
+            print(json.dumps(result), flush=True)
+    except (RuntimeError, MemoryError) as error:
+        message = str(error).strip().splitlines()[0][:160] if str(error).strip() else type(error).__name__
+        result["status"] = f"failed: {message}"
+        print(json.dumps(result), flush=True)
+
+
+def run_pd_case(spec: dict, max_seconds: float) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--_pd-worker", json.dumps(spec)]
+    env = dict(os.environ, OMP_NUM_THREADS=str(spec["threads"]))
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=max_seconds, env=env)
+        stdout, returncode = done.stdout, done.returncode
+    except subprocess.TimeoutExpired as error:
+        stdout = error.stdout.decode() if isinstance(error.stdout, bytes) else (error.stdout or "")
+        lines = [line for line in stdout.splitlines() if line.startswith("{")]
+        partial = json.loads(lines[-1]) if lines else {}
+        if partial.get("status") == "ok":  # timed, but the tensor-memory pass did not finish in time
+            return {**partial, "tensor_mb": None, "note": f"tensor-memory pass exceeded --max-seconds {max_seconds:g}"}
+        return {**spec, "status": f"stopped: exceeded --max-seconds {max_seconds:g}"}
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if lines:
+        return json.loads(lines[-1])
+    if returncode < 0:
+        why = f"killed by signal {-returncode}" + (" (probably the kernel's out-of-memory killer)" if returncode == -9 else "")
+    else:
+        tail = done.stderr.strip().splitlines()[-1:] or [""]
+        why = f"exit code {returncode}: {tail[0][:160]}"
+    return {**spec, "status": f"failed: {why}"}
+
+
+def _fmt(value, digits=1):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ratio(numerator, denominator) -> str:
+    return "-" if numerator is None or not denominator else f"{numerator / denominator:.1f}"
+
+
+def run_pd(args) -> list[dict]:
+    threads = torch.get_num_threads()
+    print(
+        f"\n== Part 2: p_D alone (forward + backward), batch {args.pd_batch}, float32 inputs ==\n"
+        f"time: median of {args.pd_repeats} runs after {args.pd_warmup} warm-up run(s), each (impl, L) in a fresh "
+        f"subprocess with {threads} thread(s)\n"
+        f"memory: (1) peak RSS of that subprocess during the timed runs minus its RSS just before them (after the "
+        f"warm-up and malloc_trim; peak = VmHWM reset via /proc/self/clear_refs): what the process really needed, "
+        f"allocator slack included; (2) peak bytes of live tensor storages created by p_D's forward and backward ops, tracked op by "
+        f"op with a TorchDispatchMode (inputs excluded; one extra run).\n"
+        f"limits per (impl, L): {args.max_memory_gb:g} GiB of extra address space (RLIMIT_AS), "
+        f"{args.max_seconds:g} s wall time; an impl that fails is not run at longer lengths."
+    )
+    results, failed = [], {}
+    for length in args.lengths:
+        for impl in ["ours", *args.impls_pd]:
+            spec = dict(
+                impl=impl, length=length, batch=args.pd_batch, threads=threads, warmup=args.pd_warmup,
+                repeats=args.pd_repeats, max_memory_gb=args.max_memory_gb, tensor_memory=not args.no_tensor_memory,
+            )
+            if impl in failed:
+                result = {**spec, "status": f"not run (failed at L={failed[impl]})"}
+            else:
+                result = run_pd_case(spec, args.max_seconds)
+                if result["status"] != "ok":
+                    failed[impl] = length
+            results.append(result)
+            detail = (
+                f"{result['ms']:.1f} ms, RSS +{result['rss_mb']:.1f} MB, tensors {_fmt(result.get('tensor_mb'), 2)} MB"
+                if result["status"] == "ok"
+                else result["status"]
+            )
+            print(f"  L={length:<5} {impl:<10} {detail}", flush=True)
+
+    print(f"\n{'':9}{'ours':^26}" + "".join(f"{name:^54}" for name in args.impls_pd))
+    header = f"{'L':>5}  {'ms':>8}{'RSS MB':>9}{'tens MB':>9}"
+    for _ in args.impls_pd:
+        header += f"  {'ms':>8}{'RSS MB':>9}{'tens MB':>9}{'x time':>9}{'x RSS':>8}{'x tens':>8}"
+    print(header)
+    by_key = {(r["impl"], r["length"]): r for r in results}
+    for length in args.lengths:
+        ours = by_key[("ours", length)]
+        ok = ours["status"] == "ok"
+        row = f"{length:>5}  " + (
+            f"{ours['ms']:>8.1f}{ours['rss_mb']:>9.1f}{_fmt(ours.get('tensor_mb'), 2):>9}" if ok else f"{'failed':>26}"
+        )
+        for impl in args.impls_pd:
+            other = by_key[(impl, length)]
+            if other["status"] != "ok":
+                status = other["status"]
+                short = "not run" if status.startswith("not run") else "time limit" if "stopped" in status else "failed"
+                row += f"  {short:>51}"
+                continue
+            row += (
+                f"  {other['ms']:>8.1f}{other['rss_mb']:>9.1f}{_fmt(other.get('tensor_mb'), 2):>9}"
+                f"{_ratio(other['ms'], ours.get('ms')):>9}{_ratio(other['rss_mb'], ours.get('rss_mb')):>8}"
+                f"{_ratio(other.get('tensor_mb'), ours.get('tensor_mb')):>8}"
+            )
+        print(row)
+    print("x columns: naive / ours (how many times more time or memory the L^3 version needs).")
+    for r in results:
+        if r["status"] != "ok" and not r["status"].startswith("not run"):
+            print(f"  {r['impl']} at L={r['length']}: {r['status']}")
+        if r.get("note"):
+            print(f"  {r['impl']} at L={r['length']}: {r['note']}")
+    return results
+
+
+# ---------------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke run at tiny sizes (a few seconds)")
+    parser.add_argument("--skip-training", action="store_true", help="skip part 1")
+    parser.add_argument("--skip-pd", action="store_true", help="skip part 2")
+    parser.add_argument("--naive", default="reference,vectorized",
+                        help="L^3 implementations to compare with ours: reference, vectorized or both (comma list)")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--json", type=Path, help="also write all results to this JSON file")
+    train = parser.add_argument_group("part 1: training throughput")
+    train.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
+    train.add_argument("--hidden-size", type=int, default=256)
+    train.add_argument("--layers", type=int, default=4)
+    train.add_argument("--heads", type=int, default=8)
+    train.add_argument("--d-ff", type=int, default=1024)
+    train.add_argument("--steps", type=int, default=20, help="timed steps (default 20)")
+    train.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default 3)")
+    train.add_argument("--bf16-steps", type=int, default=None,
+                       help="timed steps for the bf16 row (default: --steps; bf16 may be far slower on CPUs "
+                            "without native bf16)")
+    train.add_argument("--no-bf16", action="store_true", help="skip the bf16 autocast row")
+    train.add_argument("--max-length", type=int, default=512, help="truncate sentences to this many words")
+    train.add_argument("--max-sentences", type=int, default=None,
+                       help="draw batches from only the first N PTB train sentences (default: all)")
+    train.add_argument("--lr", type=float, default=1e-3)
+    train.add_argument("--seed", type=int, default=42, help="weights and batch order (default 42, as the run)")
+    pd = parser.add_argument_group("part 2: p_D alone")
+    pd.add_argument("--lengths", default="64,128,256,512", help="sentence lengths L (default 64,128,256,512)")
+    pd.add_argument("--pd-batch", type=int, default=8, help="sentences per p_D call (default 8)")
+    pd.add_argument("--pd-repeats", type=int, default=3, help="timed runs per (impl, L), median reported")
+    pd.add_argument("--pd-warmup", type=int, default=1, help="untimed runs per (impl, L) first")
+    pd.add_argument("--max-memory-gb", type=float, default=16.0,
+                    help="extra address space allowed per (impl, L) subprocess (default 16 GiB)")
+    pd.add_argument("--max-seconds", type=float, default=600.0, help="wall time allowed per (impl, L) subprocess")
+    pd.add_argument("--no-tensor-memory", action="store_true",
+                    help="skip the op-by-op tensor-memory pass (it slows the Python-loop reference a lot)")
+    parser.add_argument("--_pd-worker", dest="pd_worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.batch_size, args.hidden_size, args.layers, args.heads, args.d_ff = 4, 32, 2, 4, 64
+        args.steps, args.warmup_steps, args.max_length, args.max_sentences = 2, 1, 16, 2000
+        args.lengths, args.pd_batch, args.pd_repeats, args.max_memory_gb, args.max_seconds = "8,32", 2, 2, 2.0, 120
+    args.impls = ["ours"] + [name.strip() for name in args.naive.split(",") if name.strip()]
+    args.impls_pd = args.impls[1:]
+    unknown = set(args.impls) - set(IMPLEMENTATIONS)
+    if unknown:
+        parser.error(f"unknown --naive implementation(s) {sorted(unknown)}; choose from reference, vectorized")
+    args.lengths = [int(x) for x in str(args.lengths).split(",")]
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.pd_worker:
+        pd_worker(json.loads(args.pd_worker))
+        return
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print("StructFormer p_D benchmark" + (" (--quick: tiny sizes, a smoke run, not a measurement)" if args.quick else ""))
+    print(machine_summary())
+    check_implementations(args.impls)
+    results = {"machine": machine_summary(), "args": {k: v for k, v in vars(args).items() if k != "json"}}
+    if not args.skip_training:
+        results["training"] = run_training(args)
+    if not args.skip_pd:
+        results["p_D"] = run_pd(args)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+        print(f"\nresults written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Masked-LM perplexity, with a seeded mask so that the figure is reproducible."""
+
+import math
+
+import torch
+from transformers import DataCollatorForLanguageModeling
+
+from .lm_data import PTB_SPLITS, ptb_lm_lines, text_file_lines
+
+
+def lm_text_lines(source: str) -> list[str]:
+    """`ptb-test` / `ptb-valid` / `ptb-train` name a PTB LM split; anything else is a text file."""
+    if source.startswith("ptb-") and source[4:] in PTB_SPLITS:
+        return ptb_lm_lines(source[4:])
+    return text_file_lines(source)
+
+
+@torch.no_grad()
+def masked_lm_perplexity(
+    model, tokenizer, source: str, mlm_probability: float = 0.3, batch_size: int = 64, seed: int = 0
+) -> float:
+    """exp of the mean cross-entropy over masked words (80/10/10 masking of `mlm_probability` of the words,
+    `<unk>` never masked), one sentence per example."""
+    lines = sorted(lm_text_lines(source), key=lambda line: len(line.split()))
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=mlm_probability, seed=seed)
+    limit = model.config.max_position_embeddings
+    total_loss, total_words = 0.0, 0
+    model.eval()
+    for first in range(0, len(lines), batch_size):
+        encoded = tokenizer(lines[first : first + batch_size], truncation=True, max_length=limit)
+        batch = collator([{"input_ids": ids} for ids in encoded["input_ids"] if ids])
+        count = int(batch["labels"].ne(-100).sum())
+        if count:
+            total_loss += float(model(**batch).loss) * count
+            total_words += count
+    return math.exp(total_loss / total_words)

@@ -1,0 +1,153 @@
+"""Masked-LM training of StructFormer through `Trainer` (the library side of `scripts/run_mlm.py`)."""
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from datasets import load_from_disk
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    TrainingArguments,
+    set_seed,
+)
+from transformers.trainer_utils import get_last_checkpoint
+
+from .lm_data import ptb_lm_lines, text_file_lines
+from .models.structformer import StructFormerConfig, StructFormerForMaskedLM
+from .tokenization import build_word_tokenizer
+from .training import MaskedLMTrainer, ReproducibleMaskingCollator, tokenize_sentences
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "A saved model folder (or `structformer-ptb`) to fine-tune; train from scratch if unset."},
+    )
+    hidden_size: int = field(default=512, metadata={"help": "From scratch: model width."})
+    num_hidden_layers: int = field(default=8, metadata={"help": "From scratch: Transformer blocks."})
+    num_attention_heads: int = field(default=8, metadata={"help": "From scratch: heads per block."})
+    intermediate_size: int | None = field(default=None, metadata={"help": "From scratch: d_ff (default 4 d)."})
+    hidden_dropout_prob: float = field(default=0.1, metadata={"help": "From scratch: dropout."})
+    num_parser_layers: int = field(default=3, metadata={"help": "From scratch: parser convolution layers."})
+    max_position_embeddings: int = field(default=512, metadata={"help": "From scratch: longest sentence."})
+
+
+@dataclass
+class DataTrainingArguments:
+    train_file: str | None = field(
+        default=None, metadata={"help": "Text file, one sentence per line; default: the PTB LM train split."}
+    )
+    validation_file: str | None = field(
+        default=None, metadata={"help": "Text file for evaluation; default: the PTB LM valid split."}
+    )
+    dataset_path: str | None = field(
+        default=None,
+        metadata={"help": "A `datasets` DatasetDict saved with save_to_disk, with a text column (train/validation)."},
+    )
+    text_column: str = field(default="text", metadata={"help": "Text column of --dataset_path."})
+    include_wsj_00_01: bool = field(
+        default=False,
+        metadata={"help": "Keep the first 3,911 PTB train lines (WSJ 00-01, the gold evaluation sample)."},
+    )
+    mlm_probability: float = field(default=0.3, metadata={"help": "Share of words masked (0.3 on PTB)."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Use only this many training sentences."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Use only this many eval sentences."})
+    treebank_dir: str | None = field(
+        default=None,
+        metadata={"help": "Gold treebank (mrg/, dp/) to report UF1 and UAS on at each evaluation, for monitoring."},
+    )
+
+
+def _split_lines(data_args: DataTrainingArguments) -> tuple[list[str], list[str]]:
+    if data_args.dataset_path:
+        dataset = load_from_disk(data_args.dataset_path)
+        return list(dataset["train"][data_args.text_column]), list(dataset["validation"][data_args.text_column])
+    if data_args.train_file:
+        train = text_file_lines(data_args.train_file)
+    else:
+        train = ptb_lm_lines("train", exclude_wsj_00_01=not data_args.include_wsj_00_01)
+    valid = text_file_lines(data_args.validation_file) if data_args.validation_file else ptb_lm_lines("valid")
+    return train, valid
+
+
+def model_and_tokenizer_for_training(model_args: ModelArguments):
+    """A saved model and its tokenizer, or a new model over a word vocabulary built from the PTB train split."""
+    if model_args.model_name_or_path:
+        from .pretrained import resolve_model_path
+
+        path = resolve_model_path(model_args.model_name_or_path)
+        return AutoModelForMaskedLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    # The PTB vocabulary is fixed by the LM text (10k words); the evaluation lines are never read for training.
+    tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
+    config = StructFormerConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=model_args.hidden_size,
+        num_hidden_layers=model_args.num_hidden_layers,
+        num_attention_heads=model_args.num_attention_heads,
+        intermediate_size=model_args.intermediate_size or 4 * model_args.hidden_size,
+        hidden_dropout_prob=model_args.hidden_dropout_prob,
+        num_parser_layers=model_args.num_parser_layers,
+        max_position_embeddings=model_args.max_position_embeddings,
+        pad_token_id=tokenizer.pad_token_id,
+        mask_token_id=tokenizer.mask_token_id,
+    )
+    return StructFormerForMaskedLM(config), tokenizer
+
+
+def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: TrainingArguments):
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    set_seed(training_args.seed)
+    train_lines, valid_lines = _split_lines(data_args)
+    if data_args.max_train_samples:
+        train_lines = train_lines[: data_args.max_train_samples]
+    if data_args.max_eval_samples:
+        valid_lines = valid_lines[: data_args.max_eval_samples]
+    model, tokenizer = model_and_tokenizer_for_training(model_args)
+    max_length = model.config.max_position_embeddings
+    train_dataset = tokenize_sentences(train_lines, tokenizer, max_length)
+    eval_dataset = tokenize_sentences(valid_lines, tokenizer, max_length)
+    logger.info(
+        "train: %d sentences, %d words; eval: %d sentences; model: %.1fM parameters",
+        len(train_dataset),
+        sum(train_dataset["length"]),
+        len(eval_dataset),
+        model.num_parameters() / 1e6,
+    )
+
+    callbacks = []
+    if data_args.treebank_dir:
+        from .evaluation import ParsingEvaluationCallback
+
+        callbacks.append(ParsingEvaluationCallback(data_args.treebank_dir, tokenizer))
+    # `<unk>` and `<pad>` are special tokens, so the collator never masks nor predicts them.
+    collator = ReproducibleMaskingCollator(tokenizer, data_args.mlm_probability, seed=training_args.seed)
+    trainer = MaskedLMTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
+
+    if training_args.do_train:
+        checkpoint = training_args.resume_from_checkpoint
+        if checkpoint is None and os.path.isdir(training_args.output_dir):
+            checkpoint = get_last_checkpoint(training_args.output_dir)
+            if checkpoint:
+                logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
+        result = trainer.train(resume_from_checkpoint=checkpoint)
+        trainer.save_model()
+        trainer.log_metrics("train", result.metrics)
+        trainer.save_metrics("train", result.metrics)
+        trainer.save_state()
+    if training_args.do_eval:
+        metrics = trainer.evaluate()
+        trainer.log_metrics("eval", metrics)
+        trainer.save_metrics("eval", metrics)
+    return trainer

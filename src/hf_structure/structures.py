@@ -1,0 +1,201 @@
+"""Trees and the algorithms that relate them (StructFormer Algorithms 1-3), plus format conversions.
+
+Conventions used throughout the package:
+- a constituency tree is a list of spans `(start, end)`, 0-based, end exclusive;
+- dependency heads are 1-based with 0 for the root (the CoNLL convention): `heads[i]` is the parent of word i+1;
+- syntactic distances of an n-word sentence are n-1 numbers, `distances[k]` for the split between words k and k+1.
+"""
+
+from collections.abc import Sequence
+
+import nltk
+
+Span = tuple[int, int]
+
+
+def distances_to_spans(distances: Sequence[float]) -> list[Span]:
+    """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
+    `(start, end)` spans, end exclusive, root first, words (length-1 spans) included. Ties go to the leftmost
+    split, as `argmax` does."""
+    spans = []
+    stack = [(0, len(distances) + 1)]
+    while stack:
+        start, end = stack.pop()
+        spans.append((start, end))
+        if end - start > 1:
+            window = distances[start : end - 1]
+            split = start + max(range(len(window)), key=lambda k: (window[k], -k)) + 1
+            stack.append((split, end))
+            stack.append((start, split))
+    return spans
+
+
+def binary_children(spans: Sequence[Span]) -> dict[Span, tuple[Span, Span]]:
+    """The two children of every internal node of a binary tree given by all its spans (words included)."""
+    span_set = set(spans)
+    children = {}
+    for start, end in span_set:
+        if end - start < 2:
+            continue
+        splits = [k for k in range(start + 1, end) if (start, k) in span_set and (k, end) in span_set]
+        if len(splits) != 1:
+            raise ValueError(f"span {(start, end)} is not split into exactly two constituents of the tree")
+        children[(start, end)] = ((start, splits[0]), (splits[0], end))
+    return children
+
+
+def tree_to_heads(spans: Sequence[Span], heights: Sequence[float]) -> list[int]:
+    """Algorithm 2: dependency heads of a binary tree. In each node, the lexical parent of the child whose parent
+    has the larger height becomes the parent of the other child's parent (ties: the right child's parent wins, as
+    in the paper's `>` test)."""
+    n = len(heights)
+    if n == 0:
+        return []
+    children = binary_children(spans)
+    heads = [0] * n
+
+    def parent_of(span: Span) -> int:
+        if span[1] - span[0] == 1:
+            return span[0]
+        left, right = children[span]
+        left_parent, right_parent = parent_of(left), parent_of(right)
+        if heights[left_parent] > heights[right_parent]:
+            heads[right_parent] = left_parent + 1
+            return left_parent
+        heads[left_parent] = right_parent + 1
+        return right_parent
+
+    heads[parent_of((0, n))] = 0
+    return heads
+
+
+def distances_heights_to_tree(distances: Sequence[float], heights: Sequence[float]) -> tuple[list[Span], list[int]]:
+    """Algorithm 3: the binary constituency tree (spans, words included) and the dependency heads at once."""
+    if len(distances) != max(len(heights) - 1, 0):
+        raise ValueError(f"{len(heights)} heights need {max(len(heights) - 1, 0)} distances, got {len(distances)}")
+    spans = distances_to_spans(distances) if heights else []
+    return spans, tree_to_heads(spans, heights)
+
+
+def check_heads(heads: Sequence[int]) -> None:
+    """Raise ValueError unless `heads` (1-based, 0 = root) is a tree: one root, heads in range, no cycle."""
+    n = len(heads)
+    roots = [i + 1 for i, h in enumerate(heads) if h == 0]
+    if len(roots) != 1:
+        raise ValueError(f"a dependency tree has exactly one root, found {len(roots)} (words {roots})")
+    for i, h in enumerate(heads):
+        if not 0 <= h <= n or h == i + 1:
+            raise ValueError(f"word {i + 1} has an invalid head {h}")
+    for i in range(n):
+        seen, node = set(), i + 1
+        while node != 0:
+            if node in seen:
+                raise ValueError(f"the heads contain a cycle through word {node}")
+            seen.add(node)
+            node = heads[node - 1]
+
+
+def is_projective(heads: Sequence[int]) -> bool:
+    """True when no two arcs cross (the root attaches to an artificial word 0 on the left)."""
+    arcs = [(min(i + 1, h), max(i + 1, h)) for i, h in enumerate(heads)]
+    for a_left, a_right in arcs:
+        for b_left, b_right in arcs:
+            if a_left < b_left < a_right < b_right:
+                return False
+    return True
+
+
+def spans_to_bracketed(words: Sequence[str], spans: Sequence[Span]) -> str:
+    """Unlabelled bracketed string, e.g. `((the (old man)) sat)`. Spans need not be binary but must nest; length-1
+    spans and the whole sentence are implied."""
+    opens: dict[int, int] = {}
+    closes: dict[int, int] = {}
+    for start, end in set(spans):
+        if end - start > 1 and (start, end) != (0, len(words)):
+            opens[start] = opens.get(start, 0) + 1
+            closes[end - 1] = closes.get(end - 1, 0) + 1
+    tokens = [
+        "(" * opens.get(i, 0) + word + ")" * closes.get(i, 0) for i, word in enumerate(words)
+    ]
+    return "(" + " ".join(tokens) + ")"
+
+
+def bracketed_to_spans(text: str) -> tuple[list[str], list[Span]]:
+    """Words and spans (of two or more words, whole sentence included) of an unlabelled bracketed string."""
+    words: list[str] = []
+    spans: list[Span] = []
+    starts: list[int] = []
+    for token in text.replace("(", " ( ").replace(")", " ) ").split():
+        if token == "(":
+            starts.append(len(words))
+        elif token == ")":
+            if not starts:
+                raise ValueError(f"unbalanced brackets: extra ')' after word {len(words)} in {text!r}")
+            start = starts.pop()
+            if len(words) - start > 1:
+                spans.append((start, len(words)))
+        else:
+            words.append(token)
+    if starts:
+        raise ValueError(f"unbalanced brackets: {len(starts)} '(' never closed in {text!r}")
+    return words, sorted(set(spans), key=lambda s: (s[0], -s[1]))
+
+
+def spans_to_nltk_tree(words: Sequence[str], spans: Sequence[Span], label: str = "X") -> nltk.Tree:
+    """An `nltk.Tree` whose internal nodes (labelled `label`) are the spans of two or more words."""
+    _, nested = bracketed_to_spans(spans_to_bracketed(words, spans))
+    ordered = sorted(nested, key=lambda s: (s[0], -s[1]))
+
+    def build(start: int, end: int) -> nltk.Tree:
+        children, k = [], start
+        while k < end:
+            child = next(((s, e) for s, e in ordered if s == k and e <= end and (s, e) != (start, end)), None)
+            if child is None or child[1] - child[0] < 2:
+                children.append(words[k])
+                k += 1
+            else:
+                children.append(build(*child))
+                k = child[1]
+        return nltk.Tree(label, children)
+
+    return build(0, len(words))
+
+
+def nltk_tree_to_spans(tree: nltk.Tree) -> tuple[list[str], list[Span]]:
+    """Words (leaves) and spans of two or more words (whole sentence included) of an `nltk.Tree`."""
+    spans: list[Span] = []
+
+    def walk(node, start: int) -> int:
+        if isinstance(node, str):
+            return start + 1
+        end = start
+        for child in node:
+            end = walk(child, end)
+        if end - start > 1:
+            spans.append((start, end))
+        return end
+
+    walk(tree, 0)
+    return list(tree.leaves()), sorted(set(spans), key=lambda s: (s[0], -s[1]))
+
+
+def heads_to_conllu(words: Sequence[str], heads: Sequence[int], relations: Sequence[str] | None = None) -> str:
+    """CoNLL-U text of one sentence (ID, FORM, HEAD, DEPREL filled; other columns `_`), ending in a blank line."""
+    if len(words) != len(heads):
+        raise ValueError(f"{len(words)} words but {len(heads)} heads")
+    rows = []
+    for i, (word, head) in enumerate(zip(words, heads)):
+        relation = relations[i] if relations else ("root" if head == 0 else "dep")
+        rows.append("\t".join([str(i + 1), word, "_", "_", "_", "_", str(head), relation, "_", "_"]))
+    return "\n".join(rows) + "\n\n"
+
+
+def conllu_to_heads(text: str) -> list[tuple[list[str], list[int]]]:
+    """Words and heads of each sentence of CoNLL-U text (multiword-token and empty-node lines skipped)."""
+    import conllu
+
+    sentences = []
+    for sentence in conllu.parse(text):
+        tokens = [t for t in sentence if isinstance(t["id"], int)]
+        sentences.append(([t["form"] for t in tokens], [int(t["head"]) for t in tokens]))
+    return sentences

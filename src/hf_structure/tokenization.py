@@ -1,0 +1,35 @@
+"""Word-level tokenizers that map raw words the way the Mikolov PTB language-model text was made."""
+
+from collections import Counter
+from collections.abc import Iterable
+
+from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+PAD, MASK, UNK = "<pad>", "<mask>", "<unk>"
+# A whole word that is a number (1,000 / 3.5 / 1\/2 / 10:30) became `N` in the PTB LM text; words that only
+# contain digits (1980s, 30-day) were kept as they are.
+NUMBER = r"(?<!\S)[-+]?[0-9.,:\\/]*[0-9][0-9.,:\\/]*(?!\S)"
+
+
+def build_word_tokenizer(sentences: Iterable[str], max_vocab_size: int | None = None) -> PreTrainedTokenizerFast:
+    """A `PreTrainedTokenizerFast` over the space-separated words of `sentences`, most frequent first.
+
+    Special tokens: `<pad>` (id 0), `<mask>` (id 1), `<unk>` (id 2). Input is lower-cased and numbers become `N`
+    before lookup; unknown words map to `<unk>`. No special tokens are added around a sentence.
+    """
+    counts = Counter(word for sentence in sentences for word in sentence.split())
+    counts.pop(UNK, None)
+    words = [word for word, _ in counts.most_common(max_vocab_size)]
+    vocab = {token: index for index, token in enumerate([PAD, MASK, UNK, *words])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    backend.normalizer = normalizers.Sequence([normalizers.Lowercase(), normalizers.Replace(Regex(NUMBER), "N")])
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=PAD,
+        mask_token=MASK,
+        unk_token=UNK,
+        model_input_names=["input_ids", "attention_mask"],
+        clean_up_tokenization_spaces=False,
+    )

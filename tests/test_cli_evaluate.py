@@ -1,0 +1,210 @@
+"""Baselines scored end to end (`evaluate_baseline`, `hf-structure evaluate`): on a hand-made treebank whose scores
+are worked out below, and on the gold PTB sample against the reference numbers of the data README."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hf_structure.baselines import baseline_parses, left_branching, right_branching
+from hf_structure.cli import main
+from hf_structure.evaluation import evaluate_baseline, score_parses
+from hf_structure.structures import check_heads
+from hf_structure.treebanks import read_treebank
+
+ROOT = Path(__file__).parents[1]
+
+# Two sentences. Gold spans (no single words, no whole sentence) and heads over the scored words:
+#   A "The old man sat on the bench":  NP(0,3) VP(3,7) PP(4,7) NP(5,7);   heads [3, 3, 4, 0, 4, 7, 5]
+#   C "The company said it would grow": NP(0,2) VP(2,6) SBAR+S(3,6) VP(4,6); heads [2, 3, 0, 5, 3, 5]
+MRG = """( (S (NP-SBJ (DT The) (JJ old) (NN man) ) (, ,)
+    (VP (VBD sat) (PP-LOC (IN on) (NP (DT the) (NN bench) ))) (. .) ))
+( (S (NP-SBJ (NP (DT The) (NN company) ))
+    (VP (VBD said) (SBAR (-NONE- 0) (S (NP-SBJ (PRP it) ) (VP (MD would) (VP (VB grow) ))))) (. .) ))
+"""
+DP = (
+    "The\tDT\t3\nold\tJJ\t3\nman\tNN\t5\n,\t,\t5\nsat\tVBD\t0\non\tIN\t5\nthe\tDT\t8\nbench\tNN\t6\n.\t.\t5\n\n"
+    "The\tDT\t2\ncompany\tNN\t3\nsaid\tVBD\t0\nit\tPRP\t5\nwould\tMD\t3\ngrow\tVB\t5\n.\t.\t3\n"
+)
+# Right-branching: predicted spans (k, n) for k = 1..n-2; heads [0, 1, 2, ...].
+#   A: predicted (1,7)..(5,7), 3 of 5 in gold (3,7)(4,7)(5,7), 3 of 4 gold found -> F1 2/3
+#      UAS: only w5 (on <- sat) -> 1/7; UUAS: w3, w4, w5, w7 -> 4/7
+#   C: predicted (1,6)..(4,6), 3 of 4 right ((2,6) (3,6) (4,6)), 3 of 4 found -> F1 3/4
+#      UAS: only w6 -> 1/6; UUAS: w2, w3, w5, w6 -> 4/6
+#   sentence F1 (2/3 + 3/4) / 2 = 70.83; corpus P 6/9, R 6/8 -> 70.59; UAS 2/13 = 15.38; UUAS 8/13 = 61.54
+#   recall: NP 1/3 (only (5,7)); VP 3/3; PP 1/1; SBAR 1/1; no ADJP/ADVP in the gold (so no such key).
+HAND_RIGHT_BRANCHING = {
+    "parser": "right-branching",
+    "sentences": 2,
+    "sentence_f1": 70.83,
+    "corpus_f1": 70.59,
+    "recall_NP": 33.33,
+    "recall_VP": 100.0,
+    "recall_PP": 100.0,
+    "recall_SBAR": 100.0,
+    "uas": 15.38,
+    "uuas": 61.54,
+}
+
+# The data README's reference numbers for ptb-sample/dev (1,921 sentences).
+REFERENCE = {
+    "right-branching": {"sentence_f1": 39.94, "corpus_f1": 35.61, "uas": 20.29, "uuas": 50.34},
+    "left-branching": {"sentence_f1": 8.66, "corpus_f1": 6.37, "uas": 30.37, "uuas": 50.58},
+}
+KEYS = {"parser", "sentences", "sentence_f1", "corpus_f1", "uas", "uuas"} | {
+    f"recall_{label}" for label in ("NP", "VP", "PP", "SBAR", "ADJP", "ADVP")
+}
+
+
+@pytest.fixture
+def hand_treebank(tmp_path):
+    for folder, name, text in (("mrg", "wsj_0001.mrg", MRG), ("dp", "wsj_0001.dp", DP)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def run_cli(*args):
+    path = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "hf_structure.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+# --- baselines themselves ------------------------------------------------------------------------------------------
+
+
+def test_baseline_trees():
+    assert right_branching(4) == ([(0, 4), (1, 4), (2, 4)], [0, 1, 2, 3])
+    assert left_branching(4) == ([(0, 2), (0, 3), (0, 4)], [2, 3, 4, 0])
+    assert right_branching(1) == ([], [0]) and left_branching(1) == ([], [0])
+    assert left_branching(0) == ([], [])
+    for n in range(1, 8):
+        check_heads(right_branching(n)[1])
+        check_heads(left_branching(n)[1])
+
+
+def test_random_baseline_is_seeded():
+    lengths = [1, 2, 5, 9, 14]
+    first = baseline_parses("random", lengths, seed=3)
+    assert first == baseline_parses("random", lengths, seed=3)
+    assert first != baseline_parses("random", lengths, seed=4)
+    for (spans, heads), n in zip(first, lengths):
+        assert len(heads) == n and len(spans) == max(n - 1, 0)  # binary: n-1 spans of two or more words
+        check_heads(heads)
+    with pytest.raises(ValueError, match="unknown baseline"):
+        baseline_parses("middle-branching", lengths)
+
+
+# --- hand-made treebank (no shared data needed) ----------------------------------------------------------------------
+
+
+def test_evaluate_baseline_hand_treebank(hand_treebank):
+    assert evaluate_baseline(str(hand_treebank), "right-branching") == HAND_RIGHT_BRANCHING
+
+
+def test_score_parses_without_heads(hand_treebank):
+    gold = read_treebank(hand_treebank)
+    for sentence in gold:
+        sentence.heads = None
+    scores = score_parses(gold, baseline_parses("right-branching", [len(g.words) for g in gold]))
+    assert "uas" not in scores and "uuas" not in scores
+    assert scores["sentence_f1"] == 70.83
+    # A perfect parser scores 100 everywhere.
+    gold = read_treebank(hand_treebank)
+    perfect = score_parses(gold, [(sorted(g.spans), g.heads) for g in gold])
+    assert all(value == 100.0 for key, value in perfect.items() if key != "sentences")
+
+
+def test_cli_evaluate_hand_treebank(hand_treebank, capsys):
+    main(["evaluate", "--treebank", str(hand_treebank), "--baseline", "right-branching"])
+    out = capsys.readouterr().out
+    assert out.endswith("\n") and out.count("\n") == 1
+    assert json.loads(out) == HAND_RIGHT_BRANCHING
+
+
+def test_cli_evaluate_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", "--treebank", str(tmp_path), "--baseline", "middle-branching"])
+    assert exit_info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError, match="no mrg/ folder"):
+        main(["evaluate", "--treebank", str(tmp_path / "missing"), "--baseline", "left-branching"])
+
+
+# --- the gold PTB sample (skipped without ../shared/data) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["right-branching", "left-branching"])
+def test_evaluate_baseline_reference_numbers(ptb_dev, name):
+    scores = evaluate_baseline(str(ptb_dev), name)
+    assert scores["parser"] == name
+    assert scores["sentences"] == 1921
+    assert set(scores) == KEYS
+    for key, expected in REFERENCE[name].items():
+        assert scores[key] == pytest.approx(expected, abs=0.05), key
+
+
+def test_gold_sample_is_well_formed(ptb_gold):
+    gold = ptb_gold
+    assert len(gold) == 1921
+    for sentence in gold:
+        n = len(sentence.words)
+        assert n >= 1 and len(sentence.heads) == n and len(sentence.tags) == n
+        assert all(e - s > 1 and (s, e) != (0, n) and 0 <= s < e <= n for s, e in sentence.spans)
+        # Heads in range and acyclic. (Three sentences of wsj_0075 have a `$` root, which is punctuation under the
+        # scoring convention, so their content words form a forest with several roots; not asserted here.)
+        assert all(0 <= h <= n and h != i + 1 for i, h in enumerate(sentence.heads))
+        for start in range(1, n + 1):
+            node, steps = start, 0
+            while node:
+                node, steps = sentence.heads[node - 1], steps + 1
+                assert steps <= n, f"cycle in {sentence.source}"
+
+
+def test_evaluate_baseline_random_uses_the_seed(hand_treebank):
+    runs = [evaluate_baseline(str(hand_treebank), "random", seed=seed) for seed in (0, 0, 1, 2, 3, 4, 5)]
+    assert runs[0] == runs[1]
+    assert len({json.dumps(run, sort_keys=True) for run in runs}) > 1
+
+
+@pytest.fixture(scope="module")
+def ptb_gold(ptb_dev):
+    return read_treebank(ptb_dev)
+
+
+def test_random_baseline_on_the_gold_sample(ptb_dev, ptb_gold):
+    first = evaluate_baseline(str(ptb_dev), "random", seed=0)
+    lengths = [len(g.words) for g in ptb_gold]
+    assert first == {"parser": "random", **score_parses(ptb_gold, baseline_parses("random", lengths, seed=0))}
+    other = score_parses(ptb_gold, baseline_parses("random", lengths, seed=1))
+    assert {"parser": "random", **other} != first
+    assert first["sentences"] == other["sentences"] == 1921
+    # Random trees fall between the two branching baselines on F1 (about 17.7 for seed 0).
+    low, high = REFERENCE["left-branching"]["sentence_f1"], REFERENCE["right-branching"]["sentence_f1"]
+    assert low < first["sentence_f1"] < high
+
+
+def test_cli_evaluate_prints_one_json_line(ptb_dev, capsys):
+    main(["evaluate", "--treebank", str(ptb_dev), "--baseline", "right-branching"])
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 1 and captured.out == lines[0] + "\n"
+    scores = json.loads(lines[0])
+    assert set(scores) == KEYS
+    assert scores["parser"] == "right-branching" and scores["sentences"] == 1921
+    for key, expected in REFERENCE["right-branching"].items():
+        assert scores[key] == pytest.approx(expected, abs=0.05), key
+
+
+def test_cli_module_in_a_subprocess(hand_treebank):
+    # Runs everywhere (hand-made treebank), so the console entry is exercised even without the shared data.
+    result = run_cli("evaluate", "--treebank", str(hand_treebank), "--baseline", "right-branching")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and result.stdout == lines[0] + "\n", result.stdout
+    assert json.loads(lines[0]) == HAND_RIGHT_BRANCHING

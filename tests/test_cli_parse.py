@@ -1,0 +1,146 @@
+"""`hf-structure parse` on a tiny random model: JSON lines, pre-tokenized and raw input, `--draw`, `--svg`, and
+clean errors."""
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tiny_models import save_tiny_model
+from hf_structure.cli import main
+
+ROOT = Path(__file__).parents[1]
+LINES = ["the old man sat on the bench", "a dog ran", "the dog , old , ran"]
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("cli") / "tiny"
+    save_tiny_model(folder, max_position_embeddings=16)
+    return str(folder)
+
+
+def tree_leaves(tree: str) -> list[str]:
+    return tree.replace("(", " ").replace(")", " ").split()
+
+
+def tree_spans(tree: str) -> set[tuple[int, int]]:
+    """The constituents (two or more words) of an unlabelled bracketed tree, whole sentence included."""
+    spans, stack, position = set(), [], 0
+    for token in tree.replace("(", " ( ").replace(")", " ) ").split():
+        if token == "(":
+            stack.append(position)
+        elif token == ")":
+            start = stack.pop()
+            if position - start > 1:
+                spans.add((start, position))
+        else:
+            position += 1
+    return spans
+
+
+def check_line(result: dict, words: list[str]) -> None:
+    assert result["words"] == words
+    n = len(words)
+    assert tree_leaves(result["tree"]) == words
+    assert tree_spans(result["tree"]) == {tuple(span) for span in result["spans"]}
+    assert result["spans"][0] == [0, n]
+    assert all(isinstance(s, int) and isinstance(e, int) and 0 <= s < e <= n for s, e in result["spans"])
+    assert len(result["heads"]) == n and result["heads"].count(0) == 1
+    assert all(isinstance(h, int) and 0 <= h <= n and h != i + 1 for i, h in enumerate(result["heads"]))
+
+
+def test_pretokenized_file_to_json_lines(model, tmp_path):
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_text("\n".join(LINES[:2]) + "\n\n" + LINES[2] + "  \n", encoding="utf-8")  # blank line skipped
+    main(["parse", "--model", model, "--input", str(source), "--pretokenized", "--output", str(out)])
+    results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(results) == len(LINES)
+    for result, line in zip(results, LINES):
+        check_line(result, line.split())
+
+
+def test_pretokenized_words_kept_exactly(model, tmp_path):
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    words = ["Mr.", "Smith's", "dog", "(", "old", ")", "ran", "--", "fast", "."]
+    source.write_text("  ".join(words) + "\n", encoding="utf-8")  # several spaces between words are one separator
+    main(["parse", "--model", model, "--input", str(source), "--pretokenized", "--output", str(out)])
+    (result,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert result["words"] == words
+    assert tree_leaves(result["tree"]) == [{"(": "-LRB-", ")": "-RRB-"}.get(w, w) for w in words]
+
+
+def test_raw_text_is_ptb_tokenized(model, tmp_path, capsys):
+    main(["parse", "--model", model, "The old man's dog didn't sit on the bench."])
+    (line,) = capsys.readouterr().out.splitlines()
+    result = json.loads(line)
+    expected = ["The", "old", "man", "'s", "dog", "did", "n't", "sit", "on", "the", "bench", "."]
+    check_line(result, expected)
+
+
+def test_draw(model, tmp_path, capsys):
+    main(["parse", "--model", model, "--draw", "a dog ran on the bench"])
+    out = capsys.readouterr().out
+    for word in "a dog ran on the bench".split():
+        assert word in out
+    assert out.count("►") == 5 and "root" in out and "─" in out
+    assert "{" not in out  # not JSON
+
+
+def test_svg_one_sentence(model, tmp_path, capsys):
+    svg = tmp_path / "parse.svg"
+    main(["parse", "--model", model, "--svg", str(svg), "a dog ran"])
+    assert json.loads(capsys.readouterr().out)["words"] == ["a", "dog", "ran"]  # JSON still printed
+    root = ET.fromstring(svg.read_text(encoding="utf-8"))
+    assert root.tag == SVG + "svg"
+    assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == ["a", "dog", "ran"]
+
+
+def test_svg_several_sentences(model, tmp_path):
+    source, svg = tmp_path / "in.txt", tmp_path / "parse.svg"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    main(["parse", "--model", model, "--input", str(source), "--svg", str(svg), "--output", str(tmp_path / "o")])
+    assert not svg.exists()
+    for number, line in enumerate(LINES, start=1):
+        root = ET.fromstring((tmp_path / f"parse-{number}.svg").read_text(encoding="utf-8"))
+        assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == line.split()
+
+
+def test_missing_input_file(model, tmp_path, capsys):
+    missing = tmp_path / "nowhere.txt"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", model, "--input", str(missing)])
+    assert exit_info.value.code not in (0, None)
+    assert str(missing) in str(exit_info.value.code) and "cannot read input file" in str(exit_info.value.code)
+
+
+def test_bad_sentence_is_a_clean_error(model, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("a dog ran\n. , !\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="sentence 1: the sentence has no word besides punctuation"):
+        main(["parse", "--model", model, "--input", str(source)])
+
+
+def test_module_subprocess(model, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("a dog ran\nthe old man sat\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
+    command = [sys.executable, "-m", "hf_structure.cli", "parse", "--model", model, "--pretokenized"]
+    done = subprocess.run(command + ["--input", str(source)], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["words"] for r in results] == [["a", "dog", "ran"], ["the", "old", "man", "sat"]]
+    for result in results:
+        check_line(result, result["words"])
+
+
+def test_each_positional_argument_is_one_sentence(model, capsys):
+    main(["parse", "--model", model, "The old man sat on the bench.", "A dog ran."])
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["words"] for r in results] == [["The", "old", "man", "sat", "on", "the", "bench", "."], ["A", "dog", "ran", "."]]

@@ -1,0 +1,437 @@
+"""Publishing: the exported Hub folder, its model card, the (faked) upload, an offline Hub cache, and loading the
+folder with `trust_remote_code=True` where hf_structure cannot be imported.
+
+All models here are tiny random ones and every eval/training number is a made-up TEST FIXTURE.
+"""
+
+import hashlib
+import json
+import os
+import runpy
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tiny_models import save_tiny_model
+from hf_structure import hub  # conftest.py puts src/ on sys.path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+REPO_ID = "org/structformer-ptb"
+SENTENCES = ["the old man sat on the bench", "a dog ran", "the dog sat on the old bench"]
+TEXT = "The old man sat on the bench."
+CODE_FILES = ("modeling_structformer.py", "configuration_structformer.py", "unsupervised_parsing.py")
+UPLOADED = (
+    "model.safetensors",
+    "config.json",
+    *CODE_FILES,
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "README.md",
+    "eval_results.json",
+    "training.json",
+)
+
+# TEST FIXTURES: made-up numbers (distinct from anything in the template) to check that the card reads them.
+EVAL_FIXTURE = {
+    "dataset": "Penn Treebank WSJ (section 00 sample)",
+    "sentences": 3,
+    "sentence_f1": 41.27,
+    "corpus_f1": 37.19,
+    "uas": 23.71,
+    "uuas": 47.53,
+    "mlm_ppl_test": 123.45,
+    "recall_NP": 55.5,
+    "baselines": {
+        "right-branching": {"sentence_f1": 39.94, "corpus_f1": 35.61, "uas": 20.29, "uuas": 50.34},
+        "left-branching": {"sentence_f1": 8.66, "corpus_f1": 6.37, "uas": 30.37, "uuas": 50.58},
+    },
+}
+TRAINING_FIXTURE = {
+    "command": "python scripts/run_mlm.py --output_dir runs/test-fixture --hidden_size 32 --max_steps 17",
+    "wall_time_s": 5432.1,
+    "machine": "test fixture machine (2 CPU cores)",
+    "steps": 17,
+    "epochs": 0.25,
+}
+
+
+def child_env(tmp_path: Path, **extra) -> dict:
+    """Environment of a child Python: offline, its own HF home and dynamic-module cache, one thread."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("HF_")}
+    env.update(
+        HF_HOME=str(tmp_path / "hf_home"),
+        HF_MODULES_CACHE=str(tmp_path / "hf_modules"),
+        HF_HUB_OFFLINE="1",
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        TRANSFORMERS_VERBOSITY="error",
+        HF_HUB_DISABLE_PROGRESS_BARS="1",
+    )
+    env.update(extra)
+    return env
+
+
+def run_child(args, tmp_path, env, timeout=120) -> str:
+    result = subprocess.run(
+        args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 0, f"child failed:\nSTDOUT:\n{result.stdout}\nSTDERR:\n{result.stderr[-4000:]}"
+    # Every load was trusted explicitly (or needed no remote code): transformers never had to ask.
+    assert "Do you wish to run the custom code" not in result.stdout + result.stderr
+    return result.stdout
+
+
+def last_json_line(stdout: str):
+    """The child's result: its last stdout line (transformers may print notices before it)."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def normalise(parse: dict) -> dict:
+    return {"spans": [list(span) for span in parse["spans"]], "heads": list(parse["heads"])}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("checkpoint") / "structformer-ptb"
+    save_tiny_model(folder)
+    (folder / "eval_results.json").write_text(json.dumps(EVAL_FIXTURE))
+    (folder / "training.json").write_text(json.dumps(TRAINING_FIXTURE))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exported(checkpoint, tmp_path_factory) -> Path:
+    return hub.export_model_folder(checkpoint, tmp_path_factory.mktemp("export") / "folder", repo_id=REPO_ID)
+
+
+@pytest.fixture(scope="module")
+def expected(exported) -> dict:
+    """The installed package's parses of SENTENCES (model.parse) and of TEXT (pipeline)."""
+    from transformers import AutoModel, AutoTokenizer, pipeline
+
+    model = AutoModel.from_pretrained(exported).eval()
+    assert type(model).__module__.startswith("hf_structure.")
+    tokenizer = AutoTokenizer.from_pretrained(exported)
+    parses = []
+    for sentence in SENTENCES:
+        batch = tokenizer(sentence.split(), is_split_into_words=True, return_tensors="pt")
+        parses.append(normalise(model.parse(batch["input_ids"], batch["attention_mask"])[0]))
+    parsed = pipeline("unsupervised-parsing", model=exported)(TEXT)
+    return {"model": parses, "pipeline": normalise(parsed), "tree": parsed["tree"]}
+
+
+def assert_upload_folder(folder: Path) -> None:
+    """Every file a Hub repo needs, with the config entries and a card carrying model-index."""
+    names = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert set(UPLOADED) <= names, f"missing {set(UPLOADED) - names}"
+    tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
+    assert "local_files_only" not in tokenizer_config and "is_local" not in tokenizer_config
+    config = json.loads((folder / "config.json").read_text())
+    assert config["auto_map"] == {
+        "AutoConfig": "configuration_structformer.StructFormerConfig",
+        "AutoModel": "modeling_structformer.StructFormerModel",
+        "AutoModelForMaskedLM": "modeling_structformer.StructFormerForMaskedLM",
+    }
+    task = config["custom_pipelines"]["unsupervised-parsing"]
+    assert task["impl"] == "unsupervised_parsing.UnsupervisedParsingPipeline"
+    assert task["pt"] == ["AutoModel"]
+    assert str(SRC) not in (folder / "config.json").read_text()  # no path of this machine leaks into the config
+    readme = (folder / "README.md").read_text()
+    assert readme.startswith("---\n") and "\nmodel-index:\n" in readme.split("\n---\n")[0]
+    for name in CODE_FILES:  # self-contained: the code that runs remotely never imports hf_structure
+        assert "hf_structure" not in [
+            line.split()[1].split(".")[0] for line in (folder / name).read_text().splitlines()
+            if line.startswith(("import ", "from "))
+        ]
+
+
+# ------------------------------------------------------------------------------------------------- export folder
+
+
+def test_export_folder_has_every_file_and_config_entry(exported, checkpoint):
+    assert_upload_folder(exported)
+    config = json.loads((exported / "config.json").read_text())
+    assert config["custom_pipelines"]["unsupervised-parsing"]["default"] == {"model": [REPO_ID, None]}
+    assert json.loads((exported / "eval_results.json").read_text()) == EVAL_FIXTURE
+    assert json.loads((exported / "training.json").read_text()) == TRAINING_FIXTURE
+    for name in CODE_FILES[:2]:
+        assert (exported / name).read_text() == (SRC / "hf_structure/models/structformer" / name).read_text()
+    assert (exported / CODE_FILES[2]).read_text() == (SRC / "hf_structure/pipelines" / CODE_FILES[2]).read_text()
+
+
+def test_export_refuses_a_checkpoint_without_records(checkpoint, tmp_path):
+    bare = tmp_path / "bare"
+    shutil.copytree(checkpoint, bare)
+    (bare / "training.json").unlink()
+    with pytest.raises(FileNotFoundError, match="training.json"):
+        hub.export_model_folder(bare, tmp_path / "out")
+    broken = dict(EVAL_FIXTURE)
+    del broken["uas"]
+    (bare / "training.json").write_text(json.dumps(TRAINING_FIXTURE))
+    (bare / "eval_results.json").write_text(json.dumps(broken))
+    with pytest.raises(ValueError, match="uas"):
+        hub.export_model_folder(bare, tmp_path / "out")
+
+
+def test_installed_pipeline_needs_no_remote_code(exported, expected):
+    """With hf_structure imported the folder's custom_pipelines is dropped and the registered pipeline serves it."""
+    from transformers import AutoConfig, pipeline
+
+    assert "custom_pipelines" in json.loads((exported / "config.json").read_text())
+    assert not getattr(AutoConfig.from_pretrained(exported), "custom_pipelines", None)
+    parser = pipeline("unsupervised-parsing", model=exported)
+    assert type(parser).__module__ == "hf_structure.pipelines.unsupervised_parsing"
+    assert type(parser.model).__module__.startswith("hf_structure.")
+    assert normalise(parser(TEXT)) == expected["pipeline"]
+
+
+# ------------------------------------------------------------------------------------------------------ model card
+
+
+def test_model_card_round_trips_the_eval_results(checkpoint, tmp_path):
+    from huggingface_hub import ModelCard
+    from huggingface_hub.repocard_data import eval_results_to_model_index, model_index_to_eval_results
+
+    path = tmp_path / "README.md"
+    hub.render_model_card(checkpoint, repo_id=REPO_ID).save(path)
+    card = ModelCard.load(path)
+    results = {(r.metric_type, r.dataset_name): r.metric_value for r in card.data.eval_results}
+    dataset = EVAL_FIXTURE["dataset"]
+    assert results == {
+        ("sentence_f1", dataset): 41.27,
+        ("corpus_f1", dataset): 37.19,
+        ("uas", dataset): 23.71,
+        ("uuas", dataset): 47.53,
+        ("perplexity", "Penn Treebank LM text (Mikolov et al.)"): 123.45,
+    }
+    assert card.data.model_name == "structformer-ptb"
+    assert card.data.license == "apache-2.0" and card.data.library_name == "transformers"
+    assert card.data.pipeline_tag and "unsupervised-parsing" in card.data.tags
+    # The model-index metadata is well formed: it converts to EvalResults and back unchanged.
+    model_index = card.data.to_dict()["model-index"]
+    name, parsed = model_index_to_eval_results(model_index)
+    assert name == "structformer-ptb" and parsed == card.data.eval_results
+    assert eval_results_to_model_index(name, parsed) == model_index
+    assert "model-index:" in path.read_text().split("\n---\n")[0]
+
+    text = card.text
+    assert TRAINING_FIXTURE["command"] in text and TRAINING_FIXTURE["machine"] in text
+    assert "1 h 31 min (5432 s)" in text  # wall time from training.json
+    assert "WSJ sections 00–01) were removed" in text
+    # The results table: this model beside both baselines, every number from eval_results.json.
+    assert "| metric | this model | right-branching | left-branching |" in text
+    assert "| Sentence-level UF1 | **41.27** | 39.94 | 8.66 |" in text
+    assert "| UUAS | **47.53** | 50.34 | 50.58 |" in text
+    assert "**123.45**" in text
+    assert f'AutoModel.from_pretrained("{REPO_ID}", trust_remote_code=True)' in text
+    assert f'pipeline("unsupervised-parsing", model="{REPO_ID}")' in text
+    assert "shen-etal-2021-structformer" in text and "Courville, Aaron" in text
+    assert "{{" not in text and "{%" not in text
+
+
+def test_model_card_follows_the_records(checkpoint, tmp_path):
+    """Nothing in the card is typed by hand: changing the records changes the card."""
+    changed = tmp_path / "changed"
+    shutil.copytree(checkpoint, changed)
+    (changed / "eval_results.json").write_text(json.dumps({**EVAL_FIXTURE, "uas": 99.87}))
+    command = TRAINING_FIXTURE["command"] + " --include_wsj_00_01"
+    (changed / "training.json").write_text(json.dumps({**TRAINING_FIXTURE, "command": command}))
+    card = hub.render_model_card(changed)
+    assert {r.metric_type: r.metric_value for r in card.data.eval_results}["uas"] == 99.87
+    assert "| UAS | **99.87** |" in card.text
+    assert "Warning: the training text included WSJ sections 00–01" in card.text
+
+
+# ----------------------------------------------------------------------------------------------------------- upload
+
+
+def test_push_uploads_the_export_and_contacts_nothing_else(checkpoint, monkeypatch):
+    import huggingface_hub
+
+    calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        calls.append(("create_repo", repo_id, kwargs))
+
+    def upload_folder(self, *, repo_id, folder_path, **kwargs):
+        folder = Path(folder_path)
+        files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        assert_upload_folder(folder)
+        calls.append(("upload_folder", repo_id, kwargs, files))
+        return "fake-commit-info"
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("push_model tried to open a connection")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", upload_folder)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    assert hub.push_model(checkpoint, REPO_ID, private=True) == "fake-commit-info"
+    assert [call[0] for call in calls] == ["create_repo", "upload_folder"]
+    assert calls[0][1] == REPO_ID and calls[0][2]["private"] is True and calls[0][2]["exist_ok"] is True
+    assert calls[1][1] == REPO_ID and calls[1][2]["repo_type"] == "model"
+    assert set(calls[1][3]) == set(UPLOADED)
+
+
+def test_push_with_an_injected_api(checkpoint):
+    class FakeApi:
+        def __init__(self):
+            self.calls = []
+
+        def create_repo(self, repo_id, **kwargs):
+            self.calls.append(("create_repo", repo_id, kwargs["private"]))
+
+        def upload_folder(self, *, repo_id, folder_path, **kwargs):
+            self.calls.append(("upload_folder", repo_id, sorted(p.name for p in Path(folder_path).iterdir())))
+            return "done"
+
+    api = FakeApi()
+    assert hub.push_model(checkpoint, "someone/sf-small", api=api) == "done"
+    assert api.calls == [
+        ("create_repo", "someone/sf-small", False),
+        ("upload_folder", "someone/sf-small", sorted(UPLOADED)),
+    ]
+
+
+def test_push_script_dry_run_writes_the_upload_folder(checkpoint, exported, tmp_path):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "dry-run"
+    stdout = run_child(
+        [sys.executable, str(ROOT / "scripts/push_to_hub.py"), "--model", str(checkpoint), "--repo-id", REPO_ID,
+         "--dry-run", str(out)],
+        tmp_path,
+        child_env(tmp_path, PYTHONPATH=str(SRC)),
+    )
+    assert "nothing was uploaded" in stdout
+    assert_upload_folder(out)
+    # The very folder push_model uploads (same files, config, card, weights).
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in exported.iterdir())
+    for name in ("config.json", "README.md", "tokenizer.json", "tokenizer_config.json", *CODE_FILES):
+        assert (out / name).read_text() == (exported / name).read_text(), name
+    ours, theirs = load_file(out / "model.safetensors"), load_file(exported / "model.safetensors")
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
+# ---------------------------------------------------------------------------------------------- offline Hub cache
+
+
+def git_blob_sha1(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+LOAD_FROM_CACHE = r"""
+import json, sys
+import hf_structure  # registers the pipeline task
+from transformers import AutoModel, AutoTokenizer, pipeline
+
+repo_id, sentences, text = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+model = AutoModel.from_pretrained(repo_id, trust_remote_code=True).eval()
+tokenizer = AutoTokenizer.from_pretrained(repo_id)
+parses = []
+for sentence in sentences:
+    batch = tokenizer(sentence.split(), is_split_into_words=True, return_tensors="pt")
+    parses.append(model.parse(batch["input_ids"], batch["attention_mask"])[0])
+parser = pipeline("unsupervised-parsing", model=repo_id)
+print(json.dumps({"model": parses, "pipeline": parser(text), "model_module": type(model).__module__,
+                  "pipeline_module": type(parser).__module__}))
+"""
+
+
+def test_make_hf_cache_serves_from_pretrained_and_pipeline_offline(checkpoint, expected, tmp_path, monkeypatch):
+    cache = tmp_path / "hub-cache"
+    monkeypatch.setattr(
+        sys, "argv", ["make_hf_cache.py", "--model", str(checkpoint), "--repo-id", REPO_ID, "--cache-dir", str(cache)]
+    )
+    runpy.run_path(str(ROOT / "scripts/make_hf_cache.py"), run_name="__main__")
+
+    repo = cache / "models--org--structformer-ptb"
+    commit = (repo / "refs" / "main").read_text()
+    assert len(commit) == 40 and all(c in "0123456789abcdef" for c in commit)
+    snapshot = repo / "snapshots" / commit
+    assert set(UPLOADED) <= {p.name for p in snapshot.iterdir()}
+    for pointer in snapshot.iterdir():
+        assert pointer.is_symlink() and not os.path.isabs(os.readlink(pointer))
+        blob = pointer.resolve()
+        assert blob.parent == (repo / "blobs").resolve()
+        data = blob.read_bytes()
+        # Hub etags: sha256 of the content for LFS files (weights), the git blob sha1 for the others.
+        etag = hashlib.sha256(data).hexdigest() if pointer.name.endswith(".safetensors") else git_blob_sha1(data)
+        assert blob.name == etag, pointer.name
+    if shutil.which("git"):  # an independent check of the git blob sha1
+        git = subprocess.run(["git", "hash-object", str(snapshot / "config.json")], capture_output=True, text=True)
+        assert git.stdout.strip() == (snapshot / "config.json").resolve().name
+
+    env = child_env(tmp_path, PYTHONPATH=str(SRC), HF_HUB_CACHE=str(cache))
+    out = last_json_line(run_child(
+        [sys.executable, "-c", LOAD_FROM_CACHE, REPO_ID, json.dumps(SENTENCES), TEXT], tmp_path, env
+    ))
+    assert out["pipeline_module"] == "hf_structure.pipelines.unsupervised_parsing"
+    assert [normalise(p) for p in out["model"]] == expected["model"]
+    assert normalise(out["pipeline"]) == expected["pipeline"]
+
+
+# ------------------------------------------------------------------------------ remote code without hf_structure
+
+
+LOAD_WITHOUT_HF_STRUCTURE = r"""
+import sys
+
+
+class BlockHfStructure:
+    # Whatever else is on sys.path (an editable install, a .pth file), hf_structure cannot be imported.
+    def find_spec(self, name, path=None, target=None):
+        if name == "hf_structure" or name.startswith("hf_structure."):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
+        return None
+
+
+sys.meta_path.insert(0, BlockHfStructure())
+assert not any(name.startswith("hf_structure") for name in sys.modules)
+try:
+    import hf_structure  # noqa: F401
+except ImportError:
+    pass
+else:
+    raise SystemExit("hf_structure is importable in the child")
+
+import json
+
+from transformers import AutoModel, AutoTokenizer, pipeline
+
+folder, sentences, text = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)  # it reads config.json (auto_map)
+parses = []
+for sentence in sentences:
+    batch = tokenizer(sentence.split(), is_split_into_words=True, return_tensors="pt")
+    parses.append(model.parse(batch["input_ids"], batch["attention_mask"])[0])
+parser = pipeline(model=folder, trust_remote_code=True)  # the task comes from config.json's custom_pipelines
+parsed = parser(text)
+assert not any(name.startswith("hf_structure") for name in sys.modules)
+print(json.dumps({"model": parses, "pipeline": parsed, "model_class": type(model).__name__,
+                  "model_module": type(model).__module__, "pipeline_module": type(parser).__module__,
+                  "task": parser.task}))
+"""
+
+
+def test_export_loads_with_remote_code_where_hf_structure_is_absent(exported, expected, tmp_path):
+    # -I: no PYTHONPATH, no user site, no current directory on sys.path; the meta-path blocker does the rest.
+    out = last_json_line(run_child(
+        [sys.executable, "-I", "-c", LOAD_WITHOUT_HF_STRUCTURE, str(exported), json.dumps(SENTENCES), TEXT],
+        tmp_path,
+        child_env(tmp_path),
+    ))
+    assert out["model_class"] == "StructFormerModel"
+    assert out["model_module"].startswith("transformers_modules.")
+    assert out["pipeline_module"].startswith("transformers_modules.")
+    assert out["task"] == "unsupervised-parsing"
+    assert [normalise(p) for p in out["model"]] == expected["model"]
+    assert normalise(out["pipeline"]) == expected["pipeline"]
+    assert out["pipeline"]["tree"] == expected["tree"]

@@ -1,0 +1,302 @@
+"""The `unsupervised-parsing` pipeline on a tiny random model: input forms, batching, punctuation, the optional
+outputs, and clear errors on bad input. (The parses themselves are those of a random model: only their form and
+their consistency are checked.)"""
+
+import json
+
+import pytest
+
+from tiny_models import save_tiny_model
+import hf_structure  # noqa: F401  (registers the task)
+
+LIMIT = 16  # the tiny model's max_position_embeddings
+TEXT = "The old man sat on the bench."
+SENTENCES = ["The old man sat on the bench.", "a dog ran", "The dog, old and tired, sat on the bench.", "Hello"]
+WORDS = [["the", "old", "man", "sat"], ["a", "dog", "ran", "on", "the", "bench"], ["dog"]]
+
+
+def make_model(folder, limit=LIMIT):
+    save_tiny_model(folder, max_position_embeddings=limit)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def parser(tmp_path_factory):
+    from transformers import pipeline
+
+    folder = make_model(tmp_path_factory.mktemp("pipeline") / "tiny")
+    return pipeline("unsupervised-parsing", model=str(folder))
+
+
+def ptb_tokens(text):
+    from nltk.tokenize import TreebankWordTokenizer
+
+    return TreebankWordTokenizer().tokenize(text)
+
+
+def check_result(result, words=None):
+    """The documented form of one result."""
+    assert set(result) >= {"words", "tree", "spans", "heads"}
+    n = len(result["words"])
+    if words is not None:
+        assert result["words"] == words
+    assert len(result["heads"]) == n and result["heads"].count(0) == 1
+    assert all(0 <= head <= n and head != i + 1 for i, head in enumerate(result["heads"]))
+    assert result["spans"][0] == [0, n]
+    assert all(0 <= start < end <= n and (end - start > 1 or n == 1) for start, end in result["spans"])
+    assert len({tuple(span) for span in result["spans"]}) == len(result["spans"])
+    assert result["tree"].startswith("(") and result["tree"].endswith(")")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Input forms
+
+
+def test_single_string(parser):
+    result = parser(TEXT)
+    assert isinstance(result, dict)
+    check_result(result, ptb_tokens(TEXT))
+
+
+def test_batches_equal_one_by_one(parser):
+    one_by_one = [parser(sentence) for sentence in SENTENCES]
+    for batch_size in (1, 3):  # 3: a full batch of 3, then a batch of 1
+        results = parser(SENTENCES, batch_size=batch_size)
+        assert isinstance(results, list) and results == one_by_one
+    for result, sentence in zip(one_by_one, SENTENCES):
+        check_result(result, ptb_tokens(sentence))
+
+
+def test_batched_scores_match(parser):
+    alone = [parser(sentence, return_scores=True) for sentence in SENTENCES]
+    batched = parser(SENTENCES, batch_size=3, return_scores=True)
+    for a, b in zip(alone, batched):
+        assert a["distances"] == pytest.approx(b["distances"], abs=1e-5)
+        assert a["heights"] == pytest.approx(b["heights"], abs=1e-5)
+
+
+def test_pretokenized_single_sentence(parser):
+    result = parser(WORDS[1], is_split_into_words=True)
+    assert isinstance(result, dict)
+    check_result(result, WORDS[1])
+    assert result == parser(" ".join(WORDS[1]))  # no punctuation: raw text tokenises to the same words
+
+
+def test_list_of_word_lists(parser):
+    one_by_one = [parser(words, is_split_into_words=True) for words in WORDS]
+    assert parser(WORDS) == one_by_one  # word lists are recognised without the flag
+    assert parser(WORDS, is_split_into_words=True, batch_size=2) == one_by_one
+    for result, words in zip(one_by_one, WORDS):
+        check_result(result, words)
+
+
+def test_dataset_through_key_dataset(parser):
+    from datasets import Dataset
+    from transformers.pipelines.pt_utils import KeyDataset
+
+    dataset = Dataset.from_dict({"text": SENTENCES, "id": list(range(len(SENTENCES)))})
+    outputs = parser(KeyDataset(dataset, "text"), batch_size=2)
+    assert not isinstance(outputs, list)  # an iterator over the results
+    assert list(outputs) == [parser(sentence) for sentence in SENTENCES]
+
+
+def test_generator_is_lazy(parser):
+    consumed = []
+
+    def sentences():
+        for sentence in SENTENCES:
+            consumed.append(sentence)
+            yield sentence
+
+    outputs = parser(sentences())
+    assert not isinstance(outputs, list) and len(consumed) <= 1  # transformers peeks at the first item only
+    first = next(iter(outputs))
+    assert first == parser(SENTENCES[0])
+    assert len(consumed) < len(SENTENCES)
+    assert [first, *outputs] == [parser(sentence) for sentence in SENTENCES]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Punctuation
+
+
+def content_positions(words):
+    from hf_structure.pipelines.unsupervised_parsing import is_punctuation
+
+    return [i for i, word in enumerate(words) if not is_punctuation(word)]
+
+
+@pytest.mark.parametrize("text", [TEXT, "The dog, old and tired, sat on the bench.", '" Hello , world ! "'])
+def test_punctuation_kept_and_attached_by_the_rule(parser, text):
+    result = parser(text)
+    words, heads, spans = result["words"], result["heads"], result["spans"]
+    assert words == ptb_tokens(text)
+    n, content = len(words), content_positions(words)
+    punctuation = [i for i in range(n) if i not in content]
+    assert punctuation  # the test sentences have some
+    root = heads.index(0) + 1
+    assert root - 1 in content
+    for i in punctuation:
+        assert heads[i] == root  # punctuation attaches to the root word
+        before = [k for k in content if k < i]
+        after = [k for k in content if k > i]
+        for start, end in spans:
+            covers = start <= i < end
+            if before and after:  # inside exactly the constituents that hold both neighbouring words
+                assert covers == (start <= before[-1] and after[0] < end)
+            else:  # at an edge of the sentence: only the whole sentence
+                assert covers == ([start, end] == [0, n])
+    assert spans[0] == [0, n]
+
+
+@pytest.mark.parametrize("text", [TEXT, "The dog, old and tired, sat on the bench.", '" Hello , world ! "'])
+def test_without_punctuation_same_parse_over_content_words(parser, text):
+    kept = parser(text)
+    dropped = parser(text, keep_punctuation=False)
+    position = content_positions(kept["words"])
+    assert dropped["words"] == [kept["words"][i] for i in position]
+    assert content_positions(dropped["words"]) == list(range(len(dropped["words"])))  # no punctuation left
+    check_result(dropped)
+    # Same heads and constituents, mapped through the content words' positions.
+    for k, head in enumerate(dropped["heads"]):
+        assert kept["heads"][position[k]] == (0 if head == 0 else position[head - 1] + 1)
+    mapped = {(position[s], position[e - 1] + 1) for s, e in dropped["spans"][1:]}
+    assert {tuple(span) for span in kept["spans"][1:]} == mapped - {(position[0], position[-1] + 1)}
+    # The model saw the same words as when given them pre-tokenized.
+    assert parser(dropped["words"], is_split_into_words=True) == dropped
+
+
+def test_pretokenized_punctuation_is_kept_as_given(parser):
+    words = ["a", "dog", "(", "old", ")", "ran", "--"]
+    result = parser(words, is_split_into_words=True)
+    assert result["words"] == words
+    check_result(result)
+    assert "-LRB-" in result["tree"] and "-RRB-" in result["tree"]  # brackets that are words, written as in the PTB
+    root = result["heads"].index(0) + 1
+    assert [result["heads"][i] for i in (2, 4, 6)] == [root] * 3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Optional outputs
+
+
+def test_return_scores_over_content_words(parser):
+    for keep in (True, False):
+        result = parser("The dog, old and tired, sat on the bench.", return_scores=True, keep_punctuation=keep)
+        n = len(content_positions(result["words"])) if keep else len(result["words"])
+        assert n == 9
+        assert len(result["distances"]) == n - 1 and len(result["heights"]) == n
+        assert all(isinstance(value, float) for value in result["distances"] + result["heights"])
+    single = parser("Hello", return_scores=True)
+    assert single["distances"] == [] and len(single["heights"]) == 1
+
+
+def test_return_tree(parser):
+    import nltk
+
+    result = parser(TEXT, return_tree=True)
+    tree = result["nltk_tree"]
+    assert isinstance(tree, nltk.Tree)
+    assert tree.leaves() == result["words"]
+    # Its constituents are exactly the spans.
+    found = set()
+
+    def walk(node, start):
+        end = start
+        for child in node:
+            end = walk(child, end) if isinstance(child, nltk.Tree) else end + 1
+        found.add((start, end))
+        return end
+
+    walk(tree, 0)
+    assert found == {tuple(span) for span in result["spans"]}
+    assert "nltk_tree" not in parser(TEXT)
+
+
+def test_conllu_output(parser):
+    import conllu
+
+    for text in (TEXT, '" Hello , world ! "'):
+        expected = parser(text)
+        output = parser(text, output_format="conllu")
+        assert isinstance(output, str) and output.endswith("\n\n")
+        (sentence,) = conllu.parse(output)
+        assert [token["form"] for token in sentence] == expected["words"]
+        assert [token["head"] for token in sentence] == expected["heads"]
+        assert [token["id"] for token in sentence] == list(range(1, len(expected["words"]) + 1))
+        relations = [token["deprel"] for token in sentence]
+        assert relations.count("root") == 1 and relations[expected["heads"].index(0)] == "root"
+    batch = parser(SENTENCES[:2], output_format="conllu")
+    assert [len(sentence) for sentence in conllu.parse("".join(batch))] == [8, 3]
+
+
+def test_invalid_output_format(parser):
+    with pytest.raises(ValueError, match="output_format must be 'json' or 'conllu'.*'xml'"):
+        parser(TEXT, output_format="xml")
+
+
+def test_results_are_json_serialisable(parser):
+    for result in [parser(TEXT, return_scores=True), *parser(SENTENCES), parser(WORDS[0], is_split_into_words=True)]:
+        assert json.loads(json.dumps(result)) == result
+
+
+def test_sentence_at_the_length_limit(parser):
+    words = ["the"] * LIMIT + ["."]  # punctuation does not count towards the limit
+    result = parser(words, is_split_into_words=True)
+    check_result(result, words)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input: clear messages
+
+
+@pytest.mark.parametrize(
+    "inputs, kwargs, error, message",
+    [
+        ("", {}, ValueError, "empty or whitespace-only"),
+        ("  \t\n ", {}, ValueError, "empty or whitespace-only"),
+        (5, {}, TypeError, "expected a string or a list of words, got int"),
+        (None, {}, TypeError, "expected a string or a list of words, got NoneType"),
+        (["a", ""], {"is_split_into_words": True}, ValueError, r"^word 1 \(''\) is empty"),
+        (["a", "old man"], {"is_split_into_words": True}, ValueError, r"word 1 \('old man'\) .*contains whitespace"),
+        (["a", 3], {"is_split_into_words": True}, TypeError, "^word 1 is a int, not a string"),
+        ([], {"is_split_into_words": True}, ValueError, "^empty word list"),
+        ("a dog ran", {"is_split_into_words": True}, TypeError, "needs a list of words, got a string"),
+        (". , ! ...", {}, ValueError, "no word besides punctuation"),
+        ([".", ","], {"is_split_into_words": True}, ValueError, "no word besides punctuation"),
+        (" ".join(["the"] * (LIMIT + 1)), {}, ValueError, f"{LIMIT + 1} words.*at most {LIMIT}.*max_position"),
+    ],
+    ids=[
+        "empty",
+        "whitespace",
+        "int",
+        "none",
+        "empty-word",
+        "word-with-space",
+        "non-string-word",
+        "no-words",
+        "string-as-words",
+        "punctuation-only",
+        "punctuation-only-words",
+        "too-long",
+    ],
+)
+def test_bad_input(parser, inputs, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        parser(inputs, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "batch, message",
+    [
+        (["a dog ran", "", "the man"], "sentence 1: empty or whitespace-only"),
+        (["a dog ran", ". ,"], "sentence 1: the sentence has no word besides punctuation"),
+        (["a dog ran", " ".join(["dog"] * (LIMIT + 1))], f"sentence 1: .*at most {LIMIT}"),
+        (["a dog ran", None], "sentence 1: expected a string"),
+        ([["a", "dog"], ["a", ""]], r"sentence 1: word 1 \(''\)"),
+    ],
+    ids=["empty", "punctuation-only", "too-long", "none", "empty-word"],
+)
+def test_bad_sentence_in_a_batch_names_its_index(parser, batch, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        parser(batch, batch_size=2)

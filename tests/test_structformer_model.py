@@ -1,0 +1,202 @@
+"""StructFormer: the memory-lean p_D against the plain L^3 reference, calibration, outputs, save/load, parse."""
+
+import inspect
+from pathlib import Path
+import math
+
+import pytest
+import torch
+from reference_structformer import naive_dependency_distribution
+
+import hf_structure
+from hf_structure import structures
+from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
+from hf_structure.models.structformer import modeling_structformer as modeling
+from hf_structure.tokenization import build_word_tokenizer
+
+SENTENCES = ["the old man sat on the bench", "a dog ran", "stocks fell sharply after the report was released"]
+
+
+def tiny_config(**overrides):
+    values = dict(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+    values.update(overrides)
+    return StructFormerConfig(**values)
+
+
+def random_batch(batch=4, length=11, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    distances = torch.randn(batch, length, generator=generator, dtype=torch.float64) * 2
+    heights = torch.randn(batch, length, generator=generator, dtype=torch.float64) * 2
+    lengths = torch.tensor([length, length - 3, 2, 1][:batch])
+    mask = torch.arange(length)[None, :] < lengths[:, None]
+    return distances.requires_grad_(), heights.requires_grad_(), mask
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dependency_distribution_matches_the_cubic_reference_with_gradients(seed):
+    distances, heights, mask = random_batch(seed=seed)
+    split_scale = torch.tensor(1.3, dtype=torch.float64, requires_grad=True)
+    head_scale = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    ours = modeling.dependency_distribution(distances, heights, mask, split_scale, head_scale)
+    reference = naive_dependency_distribution(distances, heights, mask, split_scale, head_scale)
+    assert (ours - reference).abs().max() <= 1e-5
+    weights = torch.randn(ours.shape, generator=torch.Generator().manual_seed(seed), dtype=ours.dtype)
+    inputs = [distances, heights, split_scale, head_scale]
+    ours_grads = torch.autograd.grad((ours * weights).sum(), inputs)
+    reference_grads = torch.autograd.grad((reference * weights).sum(), inputs)
+    for mine, theirs in zip(ours_grads, reference_grads):
+        assert (mine - theirs).abs().max() <= 1e-5
+
+
+def test_dependency_distribution_float32_is_close_and_finite_for_large_height_ranges():
+    distances, heights, mask = random_batch(seed=3)
+    heights = (heights * 20).detach()  # head logits spanning ~+-100: a naive exp would overflow in float32
+    scales = torch.tensor(1.0), torch.tensor(1.0)
+    ours = modeling.dependency_distribution(distances.float(), heights.float(), mask, *scales)
+    reference = naive_dependency_distribution(distances.detach(), heights, mask, *(s.double() for s in scales))
+    assert torch.isfinite(ours).all()
+    assert (ours.double() - reference).abs().max() <= 1e-5
+
+
+def test_dependency_distribution_is_a_sub_probability_zero_on_diagonal_and_pads():
+    distances, heights, mask = random_batch()
+    parent = modeling.dependency_distribution(distances, heights, mask, torch.tensor(1.0), torch.tensor(1.0))
+    assert torch.all(parent >= -1e-12)
+    assert torch.all(parent.sum(-1) <= 1 + 1e-9)
+    assert torch.all(parent.diagonal(dim1=1, dim2=2) == 0)
+    assert torch.all(parent[~mask] == 0) and torch.all(parent.transpose(1, 2)[~mask] == 0)
+
+
+def test_sharp_scores_recover_the_algorithm_3_tree():
+    # With very sharp temperatures, p_D concentrates on the dependency tree of Algorithm 3 when each word's
+    # constituent is decided by heights vs distances, e.g. a head-final phrase then a verb.
+    distances = torch.tensor([[1.0, 3.0, 2.0, 0.0]])
+    heights = torch.tensor([[0.0, 2.5, 4.0, 1.0]])
+    mask = torch.ones(1, 4, dtype=torch.bool)
+    parent = modeling.dependency_distribution(distances, heights, mask, torch.tensor(50.0), torch.tensor(50.0))
+    predicted = (parent[0].argmax(-1) + 1).tolist()
+    predicted[int(heights[0].argmax())] = 0
+    _, expected = structures.distances_heights_to_tree(distances[0, :3].tolist(), heights[0].tolist())
+    assert predicted == expected
+
+
+def test_calibration_lowers_distances_by_the_largest_isolation_margin_per_sentence():
+    distances = torch.tensor([[5.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    heights = torch.tensor([[0.0, 0.5, 0.2], [1.0, 1.0, 0.0]])
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    calibrated = modeling.calibrate_distances(distances, heights, mask)
+    # Sentence 0: word 0 alone (height 0) sits between the sentence start and d0 = 5: isolated by 5, the largest
+    # margin (span [1, 2] is isolated by 4.5, word 2 by 0.8, words 0-1 by 0.5; the whole sentence does not count).
+    assert calibrated[0].tolist() == pytest.approx([0.0, -4.0, -5.0])
+    # Sentence 1 (two words): only single words can be isolated; word 1's margin is relu(d0 - 1) = 0.
+    assert calibrated[1].tolist() == pytest.approx([0.0, 0.0, 0.0])
+
+
+def test_model_copy_of_algorithm_1_matches_the_library():
+    generator = torch.Generator().manual_seed(0)
+    for length in range(0, 12):
+        distances = torch.randint(0, 4, (length,), generator=generator).float().tolist()  # many ties
+        assert modeling.distances_to_spans(distances) == structures.distances_to_spans(distances)
+    body = inspect.getsource(modeling.distances_to_spans).split('"""')[-1]
+    assert body == inspect.getsource(structures.distances_to_spans).split('"""')[-1]
+
+
+def test_forward_outputs_shapes_and_masked_positions_only():
+    torch.manual_seed(0)
+    model = StructFormerForMaskedLM(tiny_config()).eval()
+    input_ids = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 1], labels[1, 0] = 6, 9
+    out = model(input_ids, labels=labels, output_attentions=True, output_hidden_states=True)
+    assert out.logits.shape == (2, 50)  # two predicted positions only
+    assert out.loss.ndim == 0 and math.isfinite(out.loss.item())
+    full = model(input_ids).logits
+    assert full.shape == (2, 4, 50)
+    assert torch.allclose(out.logits, full[labels.ne(-100)], atol=1e-5)
+    assert out.distances.shape == (2, 4) and torch.isinf(out.distances[0, 3]) and torch.isinf(out.distances[1, 1])
+    assert torch.isinf(out.heights[1, 2:]).all() and out.heights[1, 2] < 0
+    assert out.parent_distribution.shape == (2, 4, 4)
+    assert len(out.attentions) == 2 and out.attentions[0].shape == (2, 4, 4, 4)
+    assert len(out.hidden_states) == 3
+    # Pads get no attention: their p_D rows and columns are zero.
+    assert torch.all(out.attentions[0][1, :, :, 2:] == 0)
+
+
+def test_padding_does_not_change_a_sentence():
+    torch.manual_seed(0)
+    model = StructFormerModel(tiny_config()).eval()
+    alone = model(torch.tensor([[9, 10, 11]]))
+    padded = model(torch.tensor([[9, 10, 11, 0, 0], [5, 6, 7, 8, 9]]))
+    assert torch.allclose(alone.last_hidden_state[0], padded.last_hidden_state[0, :3], atol=1e-5)
+    assert torch.allclose(alone.parent_distribution[0], padded.parent_distribution[0, :3, :3], atol=1e-6)
+
+
+def test_output_embedding_is_tied_and_survives_save_and_load(tmp_path):
+    torch.manual_seed(0)
+    model = StructFormerForMaskedLM(tiny_config())
+    assert model.lm_head.weight.data_ptr() == model.structformer.embed_tokens.weight.data_ptr()
+    model.save_pretrained(tmp_path)
+    reloaded = StructFormerForMaskedLM.from_pretrained(tmp_path)
+    assert reloaded.lm_head.weight.data_ptr() == reloaded.structformer.embed_tokens.weight.data_ptr()
+    input_ids = torch.tensor([[5, 6, 7]])
+    assert torch.allclose(model.eval()(input_ids).logits, reloaded.eval()(input_ids).logits)
+
+
+def test_auto_classes_and_saved_code(tmp_path):
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
+
+    torch.manual_seed(0)
+    StructFormerForMaskedLM(tiny_config()).save_pretrained(tmp_path)
+    assert isinstance(AutoConfig.from_pretrained(tmp_path), StructFormerConfig)
+    assert isinstance(AutoModelForMaskedLM.from_pretrained(tmp_path), StructFormerForMaskedLM)
+    encoder = AutoModel.from_pretrained(tmp_path)
+    assert isinstance(encoder, StructFormerModel)
+    assert (tmp_path / "modeling_structformer.py").is_file() and (tmp_path / "configuration_structformer.py").is_file()
+    assert "auto_map" in (tmp_path / "config.json").read_text()
+
+
+def test_parse_returns_trees_over_every_word():
+    torch.manual_seed(0)
+    tokenizer = build_word_tokenizer(SENTENCES)
+    config = tiny_config(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
+    model = StructFormerForMaskedLM(config).eval()
+    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    parses = model.parse(batch["input_ids"], batch["attention_mask"])
+    for sentence, parse in zip(SENTENCES, parses):
+        n = len(sentence.split())
+        assert len(parse["heights"]) == n and len(parse["distances"]) == n - 1
+        # Eq. 18 is a per-word argmax: heads are in range with no self-loop, but need not form a tree.
+        assert all(0 <= h <= n and h != i + 1 for i, h in enumerate(parse["heads"]))
+        assert parse["heads"].count(0) == 1
+        assert parse["heads"].index(0) == max(range(n), key=lambda k: parse["heights"][k])
+        assert parse["spans"][0] == (0, n) and len(parse["spans"]) == n - 1  # binary: n-1 internal nodes
+        assert parse["spans"] == [s for s in structures.distances_to_spans(parse["distances"]) if s[1] - s[0] > 1]
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="multiple of num_attention_heads"):
+        StructFormerConfig(hidden_size=30, num_attention_heads=4)
+    with pytest.raises(ValueError, match="relations"):
+        StructFormerConfig(relations=("sibling",))
+
+
+def test_too_long_input_names_the_limit():
+    model = StructFormerModel(tiny_config(max_position_embeddings=8))
+    with pytest.raises(ValueError, match="max_position_embeddings=8"):
+        model(torch.ones(1, 9, dtype=torch.long))
+
+
+def test_package_registers_auto_classes():
+    from transformers import AutoConfig
+
+    assert hf_structure.StructFormerConfig is AutoConfig.for_model("structformer").__class__
+
+
+def test_bundled_checkpoint_carries_the_current_model_code():
+    from hf_structure.pretrained import BUNDLED_DIR, DEFAULT_MODEL
+
+    bundled = BUNDLED_DIR / DEFAULT_MODEL
+    if not (bundled / "config.json").is_file():
+        pytest.skip(f"no bundled checkpoint at {bundled}")
+    for name in ("modeling_structformer.py", "configuration_structformer.py"):
+        assert (bundled / name).read_text() == (Path(modeling.__file__).parent / name).read_text(), name

@@ -1,0 +1,142 @@
+"""Training through `scripts/run_mlm.py`: interruption and resume, fine-tuning, two-process runs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "run_mlm.py"
+TINY_MODEL = ["--hidden_size", "32", "--num_hidden_layers", "2", "--num_attention_heads", "4"]
+COMMON = ["--per_device_train_batch_size", "8", "--learning_rate", "1e-3", "--report_to", "none", "--use_cpu",
+          "--seed", "7", "--logging_steps", "5", "--train_sampling_strategy", "group_by_length",
+          "--prediction_loss_only", "--dataloader_num_workers", "0", "--disable_tqdm", "true"]
+
+
+def environment():
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT / "src"), HF_HUB_OFFLINE="1")
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def text_files(tmp_path_factory):
+    from hf_structure.lm_data import ptb_lm_lines
+
+    folder = tmp_path_factory.mktemp("text")
+    lines = ptb_lm_lines("valid")
+    (folder / "train.txt").write_text("\n".join(lines[:400]) + "\n")
+    (folder / "valid.txt").write_text("\n".join(lines[400:440]) + "\n")
+    return folder
+
+
+def run_mlm(args, **kwargs):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], env=environment(), capture_output=True, text=True,
+                          timeout=600, **kwargs)
+
+
+def data_args(text_files):
+    return ["--train_file", str(text_files / "train.txt"), "--validation_file", str(text_files / "valid.txt")]
+
+
+def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_path, text_files):
+    steps = ["--max_steps", "24", "--save_steps", "8", "--do_train"]
+    straight = run_mlm([*TINY_MODEL, *COMMON, *steps, *data_args(text_files), "--output_dir", str(tmp_path / "a")])
+    assert straight.returncode == 0, straight.stderr[-3000:]
+
+    interrupted_dir = tmp_path / "b"
+    command = [sys.executable, str(SCRIPT), *TINY_MODEL, *COMMON, *steps, *data_args(text_files),
+               "--output_dir", str(interrupted_dir)]
+    process = subprocess.Popen(command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 900
+        while not (interrupted_dir / "checkpoint-16" / "trainer_state.json").exists():
+            assert process.poll() is None, "training ended before it could be interrupted"
+            assert time.time() < deadline, "no checkpoint-16 after 900 s"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert not (interrupted_dir / "model.safetensors").exists()  # it really died before the end
+
+    resumed = run_mlm([*TINY_MODEL, *COMMON, *steps, *data_args(text_files), "--output_dir", str(interrupted_dir)])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming from the last checkpoint in the output folder: {interrupted_dir / 'checkpoint-16'}" in resumed.stderr
+    state = json.loads((interrupted_dir / "trainer_state.json").read_text())
+    assert state["global_step"] == 24
+    # Same batches, masks and optimiser state after the resume: the weights equal the uninterrupted run's.
+    expected = load_file(tmp_path / "a" / "model.safetensors")
+    actual = load_file(interrupted_dir / "model.safetensors")
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        assert torch.allclose(expected[name], actual[name], atol=1e-6), name
+
+
+def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_path, text_files):
+    base = tmp_path / "base"
+    first = run_mlm([*TINY_MODEL, *COMMON, "--max_steps", "2", "--do_train", *data_args(text_files),
+                     "--output_dir", str(base)])
+    assert first.returncode == 0, first.stderr[-3000:]
+    domain = tmp_path / "domain.txt"
+    domain.write_text("The patient was given 5 mg of aspirin .\nHer blood pressure rose after 3 days .\n" * 20)
+    tuned = tmp_path / "tuned"
+    result = run_mlm(["--model_name_or_path", str(base), *COMMON, "--max_steps", "3", "--do_train", "--do_eval",
+                      "--train_file", str(domain), "--validation_file", str(domain), "--output_dir", str(tuned)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tuned / "trainer_state.json").read_text())["global_step"] == 3
+    assert "eval_perplexity" in json.loads((tuned / "eval_results.json").read_text())
+
+    import hf_structure  # noqa: F401
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, pipeline
+
+    model = AutoModelForMaskedLM.from_pretrained(tuned)
+    before = AutoModelForMaskedLM.from_pretrained(base)
+    assert not torch.equal(model.structformer.embed_tokens.weight, before.structformer.embed_tokens.weight)
+    tokenizer = AutoTokenizer.from_pretrained(tuned)
+    assert tokenizer.convert_ids_to_tokens(tokenizer("The 5 Days")["input_ids"]) == ["the", "N", "days"]
+    parsed = pipeline("unsupervised-parsing", model=str(tuned))("Her blood pressure rose after 3 days.")
+    assert parsed["words"] == ["Her", "blood", "pressure", "rose", "after", "3", "days", "."]
+    assert parsed["spans"][0] == [0, 8]
+
+
+def test_two_cpu_processes_with_torchrun(tmp_path, text_files):
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
+               str(SCRIPT), *TINY_MODEL, *COMMON, "--max_steps", "3", "--do_train", "--ddp_backend", "gloo",
+               *data_args(text_files), "--output_dir", str(tmp_path / "ddp")]
+    result = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    state = json.loads((tmp_path / "ddp" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3
+    assert "world size: 2" in result.stderr.lower() or "n_gpu" in result.stderr or (tmp_path / "ddp" / "model.safetensors").exists()
+
+
+def test_evaluation_during_training_logs_perplexity_and_parsing_scores_with_the_step(tmp_path, text_files):
+    treebank = tmp_path / "treebank"
+    (treebank / "mrg").mkdir(parents=True)
+    (treebank / "dp").mkdir()
+    (treebank / "mrg" / "t.mrg").write_text(
+        "( (S (NP (DT the) (JJ old) (NN man)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN bench)))) (. .)) )\n"
+        "( (S (NP (DT a) (NN dog)) (VP (VBD ran))) )\n"
+    )
+    (treebank / "dp" / "t.dp").write_text(
+        "the\tDT\t3\nold\tJJ\t3\nman\tNN\t4\nsat\tVBD\t0\non\tIN\t4\nthe\tDT\t7\nbench\tNN\t5\n.\t.\t4\n\n"
+        "a\tDT\t2\ndog\tNN\t3\nran\tVBD\t0\n"
+    )
+    result = run_mlm([*TINY_MODEL, *COMMON, "--max_steps", "4", "--do_train", "--eval_strategy", "steps",
+                      "--eval_steps", "2", "--treebank_dir", str(treebank), *data_args(text_files),
+                      "--output_dir", str(tmp_path / "run")])
+    assert result.returncode == 0, result.stderr[-3000:]
+    history = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["log_history"]
+    parsing = [entry for entry in history if "parse_sentence_f1" in entry]
+    assert [entry["step"] for entry in parsing] == [2, 4]
+    assert all(0 <= entry["parse_uas"] <= 100 and "parse_corpus_f1" in entry for entry in parsing)
+    perplexities = [entry for entry in history if "eval_perplexity" in entry]
+    assert [entry["step"] for entry in perplexities] == [2, 4]
+    assert all(entry["eval_perplexity"] > 1 for entry in perplexities)

@@ -1,0 +1,135 @@
+"""Drawing parses: the terminal drawing (`draw_text`) and the SVG picture (`render_svg`, `save_svg`)."""
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from hf_structure.visualization import draw_text, render_svg, save_svg
+
+SVG = "{http://www.w3.org/2000/svg}"
+# A hand-made parse (a pipeline result): "The old <b>& sat on the bench ."
+RESULT = {
+    "words": ["The", "old", "<b>&", "sat", "on", "the", "bench", "."],
+    "tree": "((The (old <b>&)) (sat (on (the bench))) .)",
+    "spans": [[0, 8], [0, 3], [1, 3], [3, 7], [4, 7], [5, 7]],
+    "heads": [3, 3, 4, 0, 4, 7, 5, 4],
+}
+# Left-branching with words hanging beside subtrees: nltk's printer reorders such leaves unless told the order.
+LEFT = {"words": ["a", "b", "c", "d"], "spans": [[0, 4], [0, 3], [0, 2]], "heads": [2, 3, 4, 0]}
+SINGLE = {"words": ["Hello"], "spans": [[0, 1]], "heads": [0]}
+CASES = [RESULT, LEFT, SINGLE]
+
+
+def tree_part(drawing: str) -> list[str]:
+    return drawing.split("\n\n")[0].splitlines()
+
+
+def dependency_part(drawing: str) -> list[str]:
+    return drawing.split("\n\n")[1].splitlines()
+
+
+@pytest.mark.parametrize("result", CASES, ids=["sentence", "left-branching", "one-word"])
+def test_draw_text(result):
+    drawing = draw_text(result)
+    words, heads = result["words"], result["heads"]
+    for word in words:
+        assert word in drawing
+    # Constituency tree: one X per constituent, the words in sentence order on the last line.
+    tree = tree_part(drawing)
+    assert sum(line.split().count("X") for line in tree) == len(result["spans"])
+    bottom, position = tree[-1], -1
+    for word in words:
+        position = bottom.index(word, position + 1)
+    # Dependencies: one line per word, one arrow per non-root word, its head named at the end.
+    lines = dependency_part(drawing)
+    assert len(lines) == len(words)
+    assert drawing.count("►") == sum(head != 0 for head in heads)
+    for i, (line, word, head) in enumerate(zip(lines, words, heads)):
+        assert f" {i + 1} {word}" in line
+        if head == 0:
+            assert line.endswith("root") and "►" not in line
+        else:
+            assert line.endswith(f"← {head} {words[head - 1]}") and "►" in line
+
+
+def test_draw_text_arcs_join_head_and_dependent():
+    """Follow each arrow back along the box lines: it must reach its head's row."""
+    lines = dependency_part(draw_text(RESULT))
+    grid = [line[: line.index(f" {i + 1} {word}")] for i, (line, word) in enumerate(zip(lines, RESULT["words"]))]
+    width = len(grid[0])
+    assert all(len(row) == width for row in grid)
+    for dependent, head in enumerate(RESULT["heads"]):
+        if head == 0:
+            continue
+        rows_with_lines = [r for r in range(len(grid)) if grid[r].strip()]
+        assert dependent in rows_with_lines and head - 1 in rows_with_lines
+        low, high = sorted((dependent, head - 1))
+        # some column holds an unbroken vertical line between the two rows
+        assert any(
+            grid[low][c] in "┌┬├┼"
+            and grid[high][c] in "└┴├┼"
+            and all(grid[r][c] in "│├┤┼" for r in range(low + 1, high))
+            for c in range(width)
+        )
+
+
+def word_centres(root) -> list[float]:
+    return [float(t.get("x")) for t in root.iter(SVG + "text") if t.get("class") == "word"]
+
+
+@pytest.mark.parametrize("result", CASES, ids=["sentence", "left-branching", "one-word"])
+def test_svg(result):
+    svg = render_svg(result)
+    root = ET.fromstring(svg)  # valid XML
+    assert root.tag == SVG + "svg" and float(root.get("width")) > 0 and float(root.get("height")) > 0
+    words = [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"]
+    assert words == result["words"]
+    nodes = [c for c in root.iter(SVG + "circle") if c.get("class") == "node"]
+    assert len(nodes) == len(result["spans"])
+    arcs = [p for p in root.iter(SVG + "path") if p.get("class") == "arc"]
+    assert len(arcs) == sum(head != 0 for head in result["heads"])
+    assert all(arc.get("marker-end") == "url(#arrow)" for arc in arcs)
+    assert root.find(f"{SVG}defs/{SVG}marker[@id='arrow']") is not None
+    roots = [line for line in root.iter(SVG + "line") if line.get("class") == "root"]
+    assert len(roots) == result["heads"].count(0)
+    # Each arc runs from (beside) its head's centre to its dependent's centre.
+    centres = word_centres(root)
+    arcs_by_end = []
+    for arc in arcs:
+        numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", arc.get("d"))]
+        arcs_by_end.append((numbers[0], numbers[-2]))
+    expected = [(centres[h - 1], centres[d]) for d, h in enumerate(result["heads"]) if h]
+    assert len(arcs_by_end) == len(expected)
+    for (start, end), (head_x, dependent_x) in zip(arcs_by_end, expected):
+        assert abs(start - head_x) <= 5 and abs(end - dependent_x) < 0.1
+    # Tree edges: every node reaches its children, the words hang from the tree.
+    edges = [line for line in root.iter(SVG + "line") if line.get("class") == "edge"]
+    assert len(edges) == len(result["spans"]) - 1 + len(result["words"])
+    # Words sit left to right, the tree above them and the arcs below.
+    assert centres == sorted(centres)
+    word_y = float(next(t for t in root.iter(SVG + "text") if t.get("class") == "word").get("y"))
+    assert all(float(node.get("cy")) < word_y for node in nodes)
+    assert all(float(arc.get("d").split(",")[1].split()[0]) > word_y for arc in arcs)
+
+
+def test_svg_escapes_words():
+    svg = render_svg(RESULT)
+    assert "&lt;b&gt;&amp;" in svg and "<b>&" not in svg
+    quoted = dict(RESULT, words=['"q"', "it's", "<", ">", "&amp;", "b", "c", "d"])
+    root = ET.fromstring(render_svg(quoted))
+    assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == quoted["words"]
+
+
+def test_save_svg(tmp_path):
+    path = save_svg(RESULT, tmp_path / "parse.svg")
+    assert path.read_text(encoding="utf-8") == render_svg(RESULT)
+    ET.parse(path)
+
+
+def test_accepts_a_pipeline_result_with_extras():
+    import nltk
+
+    extras = dict(RESULT, distances=[0.1] * 6, heights=[0.2] * 7, nltk_tree=nltk.Tree("X", RESULT["words"]))
+    assert draw_text(extras) == draw_text(RESULT)
+    assert render_svg(extras) == render_svg(RESULT)
