@@ -150,4 +150,8 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
         metrics = trainer.evaluate()
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
+    # Tear the process group down before the interpreter exits: under `torchrun` with gloo, its threads otherwise
+    # race the shutdown ("terminate called without an active exception", SIGABRT on one rank).
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.end_training()
     return trainer
