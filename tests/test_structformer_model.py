@@ -92,6 +92,38 @@ def test_calibration_lowers_distances_by_the_largest_isolation_margin_per_senten
     assert calibrated[1].tolist() == pytest.approx([0.0, 0.0, 0.0])
 
 
+def test_batch_calibration_subtracts_the_largest_margin_of_the_batch_from_every_sentence():
+    distances = torch.tensor([[5.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    heights = torch.tensor([[0.0, 0.5, 0.2], [1.0, 1.0, 0.0]])
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    calibrated = modeling.calibrate_distances(distances, heights, mask, per_batch=True)
+    assert calibrated.flatten().tolist() == pytest.approx([0.0, -4.0, -5.0, -5.0, -5.0, -5.0])
+
+
+def test_batch_calibration_applies_in_training_only():
+    torch.manual_seed(0)
+    config = StructFormerConfig(
+        vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        hidden_dropout_prob=0.0, calibration_scope="batch",
+    )
+    model = StructFormerModel(config)
+    with torch.no_grad():  # distances well above heights, so that spans are isolated by sentence-specific margins
+        model.parser.distance_out.bias.fill_(3.0)
+        model.parser.distance_out.weight.mul_(10.0)
+    input_ids = torch.randint(2, 30, (3, 7))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, 4:] = 0
+    model.eval()
+    alone = model.parse_scores(input_ids[1:2, :4], attention_mask[1:2, :4])[2]
+    evaluated = model.parse_scores(input_ids, attention_mask)[2]
+    torch.testing.assert_close(evaluated[1:2, :4, :4], alone)  # a sentence's p_D does not depend on its batch
+    model.train()
+    trained = model.parse_scores(input_ids, attention_mask)[2]
+    # Sentence 1 has the batch's largest margin, so only the other sentences are lowered further in training.
+    torch.testing.assert_close(trained[1], evaluated[1])
+    assert not torch.allclose(trained[0], evaluated[0]) and not torch.allclose(trained[2], evaluated[2])
+
+
 def test_model_copy_of_algorithm_1_matches_the_library():
     generator = torch.Generator().manual_seed(0)
     for length in range(0, 12):

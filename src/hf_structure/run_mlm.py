@@ -34,6 +34,13 @@ class ModelArguments:
     hidden_dropout_prob: float = field(default=0.1, metadata={"help": "From scratch: dropout."})
     num_parser_layers: int = field(default=3, metadata={"help": "From scratch: parser convolution layers."})
     max_position_embeddings: int = field(default=512, metadata={"help": "From scratch: longest sentence."})
+    config_overrides: str | None = field(
+        default=None,
+        metadata={
+            "help": "Config settings applied to a new or loaded model, e.g. `calibration_scope=batch` "
+            "(`key=value` pairs separated by commas, parsed as by `PretrainedConfig.update_from_string`)."
+        },
+    )
 
 
 @dataclass
@@ -80,7 +87,10 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
         from .pretrained import resolve_model_path
 
         path = resolve_model_path(model_args.model_name_or_path)
-        return AutoModelForMaskedLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+        model = AutoModelForMaskedLM.from_pretrained(path)
+        if model_args.config_overrides:
+            model.config.update_from_string(model_args.config_overrides)
+        return model, AutoTokenizer.from_pretrained(path)
     # The PTB vocabulary is fixed by the LM text (10k words); the evaluation lines are never read for training.
     tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
     config = StructFormerConfig(
@@ -95,6 +105,8 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
         pad_token_id=tokenizer.pad_token_id,
         mask_token_id=tokenizer.mask_token_id,
     )
+    if model_args.config_overrides:
+        config.update_from_string(model_args.config_overrides)
     return StructFormerForMaskedLM(config), tokenizer
 
 

@@ -28,13 +28,15 @@ def split_mask_from(mask: torch.Tensor) -> torch.Tensor:
     return F.pad(mask[:, 1:], (0, 1), value=False) & mask
 
 
-def calibrate_distances(distances: torch.Tensor, heights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def calibrate_distances(
+    distances: torch.Tensor, heights: torch.Tensor, mask: torch.Tensor, per_batch: bool = False
+) -> torch.Tensor:
     """Lower all distances of a sentence so that no constituent is cut off from its context (App. A.2, Eqs. 19-21).
 
     For every span [l, r] other than the whole sentence, the margin is by how much both boundary distances exceed
-    the largest height inside the span; the largest margin of the sentence is subtracted from its distances. The
-    authors' code takes one maximum over the whole batch; we take it per sentence (as the paper writes it) so
-    that a sentence parses the same whatever it is batched with.
+    the largest height inside the span; the largest margin of the sentence is subtracted from its distances
+    (as the paper writes it), or with `per_batch` the largest margin of the whole batch (as the authors' code
+    does).
     """
     length = distances.size(1)
     index = torch.arange(length, device=distances.device)
@@ -52,6 +54,8 @@ def calibrate_distances(distances: torch.Tensor, heights: torch.Tensor, mask: to
     whole_sentence = (index[:, None] == 0) & ~split_mask[:, None, :]  # [0, r] with r the last word (or a pad)
     valid = upper & mask[:, None, :] & ~whole_sentence
     margin = margin.masked_fill(~valid, 0.0).flatten(1).amax(dim=-1)
+    if per_batch:
+        margin = margin.amax().expand_as(margin)
     return distances - margin[:, None]
 
 
@@ -318,7 +322,8 @@ class StructFormerModel(StructFormerPreTrainedModel):
         """Distances, heights (with +inf / -inf where undefined) and p_D for a batch."""
         mask = attention_mask.bool()
         distances, heights = self.parser(self.embed_tokens(input_ids), mask)
-        distances = calibrate_distances(distances, heights, mask)
+        per_batch = self.training and self.config.calibration_scope == "batch"
+        distances = calibrate_distances(distances, heights, mask, per_batch=per_batch)
         split_scale, head_scale = self.log_scales.exp().unbind()
         parent = dependency_distribution(distances, heights, mask, split_scale, head_scale)
         distances = distances.masked_fill(~split_mask_from(mask), float("inf"))

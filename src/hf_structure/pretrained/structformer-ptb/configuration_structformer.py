@@ -36,6 +36,9 @@ class StructFormerConfig(PretrainedConfig):
         relations: dependency relations a head may attend along, in order (`"parent"`, `"dependent"`).
         relation_weight_activation: how per-head relation weights are normalised (`"softmax"`, Eqs. 13-14,
             or `"sigmoid"`).
+        calibration_scope: over what the largest calibration margin (App. A.2) is taken in training:
+            `"sentence"` (as the paper writes it) or `"batch"` (one maximum over the batch, as the authors' code
+            does). Evaluation and parsing always calibrate per sentence, so a parse never depends on its batch.
         layer_norm_eps: epsilon of the layer norms.
         initializer_range: embeddings are initialised uniform(-initializer_range, initializer_range).
     """
@@ -56,6 +59,7 @@ class StructFormerConfig(PretrainedConfig):
         max_position_embeddings=512,
         relations=("parent", "dependent"),
         relation_weight_activation="softmax",
+        calibration_scope="sentence",
         layer_norm_eps=1e-5,
         initializer_range=0.1,
         pad_token_id=0,
@@ -74,6 +78,8 @@ class StructFormerConfig(PretrainedConfig):
             raise ValueError(
                 f"relation_weight_activation must be 'softmax' or 'sigmoid', got {relation_weight_activation!r}"
             )
+        if calibration_scope not in ("sentence", "batch"):
+            raise ValueError(f"calibration_scope must be 'sentence' or 'batch', got {calibration_scope!r}")
         if parser_conv_size % 2 != 1:
             raise ValueError(f"parser_conv_size must be odd (same padding), got {parser_conv_size}")
         self.vocab_size = vocab_size
@@ -88,6 +94,7 @@ class StructFormerConfig(PretrainedConfig):
         self.max_position_embeddings = max_position_embeddings
         self.relations = list(relations)
         self.relation_weight_activation = relation_weight_activation
+        self.calibration_scope = calibration_scope
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.mask_token_id = mask_token_id
