@@ -88,9 +88,12 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     domain.write_text("The patient was given 5 mg of aspirin .\nHer blood pressure rose after 3 days .\n" * 20)
     tuned = tmp_path / "tuned"
     result = run_mlm(["--model_name_or_path", str(base), *COMMON, "--max_steps", "3", "--do_train", "--do_eval",
-                      "--train_file", str(domain), "--validation_file", str(domain), "--output_dir", str(tuned)])
+                      "--train_file", str(domain), "--validation_file", str(domain), "--output_dir", str(tuned),
+                      "--config_overrides", "calibration_scope=batch"])
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tuned / "trainer_state.json").read_text())["global_step"] == 3
+    assert json.loads((base / "config.json").read_text())["calibration_scope"] == "sentence"
+    assert json.loads((tuned / "config.json").read_text())["calibration_scope"] == "batch"
     assert "eval_perplexity" in json.loads((tuned / "eval_results.json").read_text())
 
     import hf_structure  # noqa: F401
