@@ -9,6 +9,7 @@ from hf_structure.metrics import (
     dependency_compatibility,
     gold_subtree_spans,
     label_recall,
+    left_head_share,
     scored_spans,
     sentence_f1,
     unlabelled_f1,
@@ -133,6 +134,16 @@ def test_attachment_scores_errors():
         attachment_scores([[2, 0]], [[0]])
     with pytest.raises(ValueError, match="no word"):
         attachment_scores([[]], [[]])
+
+
+def test_left_head_share():
+    # Left-neighbour chain: every attached word looks left. Right-neighbour chain: none does. Roots are not counted.
+    assert left_head_share([[0, 1, 2, 3]]) == 1.0
+    assert left_head_share([[2, 3, 4, 0]]) == 0.0
+    # w1 <- w2 (root) -> w4 -> w3, and w1 <- w2 (root): of the 4 attached words only w4 looks left.
+    assert left_head_share([[2, 0, 4, 2], [2, 0]]) == pytest.approx(1 / 4)
+    with pytest.raises(ValueError, match="no attached word"):
+        left_head_share([[0]])
 
 
 def test_gold_subtree_spans_projective():

@@ -142,6 +142,7 @@ def test_evaluation_during_training_logs_perplexity_and_parsing_scores_with_the_
     parsing = [entry for entry in history if "parse_sentence_f1" in entry]
     assert [entry["step"] for entry in parsing] == [2, 4]
     assert all(0 <= entry["parse_uas"] <= 100 and "parse_corpus_f1" in entry for entry in parsing)
+    assert all(0 <= entry["parse_head_on_left"] <= 100 for entry in parsing)
     perplexities = [entry for entry in history if "eval_perplexity" in entry]
     assert [entry["step"] for entry in perplexities] == [2, 4]
     assert all(entry["eval_perplexity"] > 1 for entry in perplexities)

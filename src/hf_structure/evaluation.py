@@ -7,7 +7,7 @@ import torch
 from transformers import TrainerCallback
 
 from .baselines import baseline_parses
-from .metrics import attachment_scores, label_recall, scored_spans, unlabelled_f1
+from .metrics import attachment_scores, label_recall, left_head_share, scored_spans, unlabelled_f1
 from .structures import Span
 from .treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
 
@@ -61,7 +61,8 @@ def evaluate_model(model, tokenizer, gold: Sequence[GoldSentence], batch_size: i
 
 class ParsingEvaluationCallback(TrainerCallback):
     """At each evaluation, parse a gold treebank and log `parse_sentence_f1`, `parse_corpus_f1`, `parse_uas`...
-    with the step. For monitoring only: the training never selects anything by these numbers."""
+    and `parse_head_on_left` (percentage of attached words whose predicted head is on their left) with the step.
+    For monitoring only: the training never selects anything by these numbers."""
 
     def __init__(self, treebank_dir: str, tokenizer):
         self.gold = read_treebank(treebank_dir)
@@ -70,7 +71,9 @@ class ParsingEvaluationCallback(TrainerCallback):
     def on_evaluate(self, args, state, control, model=None, metrics=None, **kwargs):
         if model is None or not state.is_world_process_zero:
             return
-        scores = evaluate_model(model, self.tokenizer, self.gold, args.per_device_eval_batch_size)
+        parses = parse_word_lists(model, self.tokenizer, [g.words for g in self.gold], args.per_device_eval_batch_size)
+        scores = score_parses(self.gold, [(p["spans"], p["heads"]) for p in parses])
+        scores["head_on_left"] = round(100 * left_head_share([p["heads"] for p in parses]), 2)
         logged = {f"parse_{key}": value for key, value in scores.items() if key != "sentences"}
         if metrics is not None:
             metrics.update(logged)

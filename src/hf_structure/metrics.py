@@ -96,6 +96,20 @@ def attachment_scores(
     return scores
 
 
+def left_head_share(heads: Sequence[Sequence[int]]) -> float:
+    """Share of non-root words whose head is on their left: which way a parser's arcs point, gold-free. Unsupervised
+    parsers settle on one convention or the other (determiners heading nouns or nouns heading determiners), and
+    this shows which, and when it changes during training."""
+    attached = left = 0
+    for sentence in heads:
+        for position, head in enumerate(sentence, start=1):
+            attached += head != 0
+            left += 0 < head < position
+    if not attached:
+        raise ValueError("no attached word to count")
+    return left / attached
+
+
 def gold_subtree_spans(heads: Sequence[int]) -> set[Span]:
     """Spans (two or more words) covered exactly by one word's subtree in a projective tree; a non-projective
     subtree (gaps) covers no span."""
