@@ -37,6 +37,26 @@ def text_files(tmp_path_factory):
     return folder
 
 
+def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
+    from hf_structure.tokenization import build_word_tokenizer
+    from hf_structure.training import ReproducibleMaskingCollator
+
+    tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
+    sentences = tokenizer(["the old man sat on the zebra bench a dog ran"] * 50)["input_ids"]
+    examples = [{"input_ids": ids} for ids in sentences]
+
+    paper = ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)(examples)
+    selected = paper["labels"].ne(-100)
+    assert 0.2 < selected.float().mean() < 0.4
+    assert paper["input_ids"][selected].eq(tokenizer.mask_token_id).all()  # the paper: all become <mask>
+    assert not paper["labels"].eq(tokenizer.unk_token_id).any()  # "zebra" is <unk>: never masked nor predicted
+    assert paper["input_ids"][~selected].ne(tokenizer.mask_token_id).all()
+
+    bert = ReproducibleMaskingCollator(tokenizer, 0.3, seed=0, mask_replace_prob=0.8, random_replace_prob=0.1)
+    kept_or_random = bert(examples)["input_ids"][selected].ne(tokenizer.mask_token_id).float().mean()
+    assert 0.1 < kept_or_random < 0.3  # 80/10/10: about a fifth of the selected words are not <mask>
+
+
 def run_mlm(args, **kwargs):
     return subprocess.run([sys.executable, str(SCRIPT), *args], env=environment(), capture_output=True, text=True,
                           timeout=600, **kwargs)

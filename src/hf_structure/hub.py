@@ -12,7 +12,7 @@ its tokenizer and two JSON files written by the run that made it:
       "uas": 40.1,           # required: directed attachment score, punctuation excluded
       "uuas": 55.3,          # required: undirected attachment score
       "mlm_ppl_test": 61.2,  # required: masked-LM perplexity on the PTB LM test split
-                             #   (`hf-structure evaluate --lm-text ptb-test`: 30% of words masked, seed 0)
+                             #   (`hf-structure evaluate --lm-text ptb-test`: 30% of words -> <mask>, seed 0)
       "baselines": {         # required: the same scorer on the same words; each value has at least the four
         "right-branching": {"sentence_f1": 39.94, "corpus_f1": 35.61, "uas": 20.29, "uuas": 50.34},
         "left-branching": {"sentence_f1": 8.66, "corpus_f1": 6.37, "uas": 30.37, "uuas": 50.58}
@@ -146,7 +146,7 @@ def eval_results_list(results: dict):
             dataset_name="Penn Treebank LM text (Mikolov et al.)",
             dataset_split="test",
             metric_type="perplexity",
-            metric_name="Masked-LM perplexity (30% of words masked, seed 0)",
+            metric_name="Masked-LM perplexity (30% of words replaced by <mask>, seed 0)",
             metric_value=results["mlm_ppl_test"],
         )
     )

@@ -61,6 +61,16 @@ class DataTrainingArguments:
         metadata={"help": "Keep the first 3,911 PTB train lines (WSJ 00-01, the gold evaluation sample)."},
     )
     mlm_probability: float = field(default=0.3, metadata={"help": "Share of words masked (0.3 on PTB)."})
+    mask_replace_prob: float = field(
+        default=1.0,
+        metadata={
+            "help": "Share of the selected words replaced by <mask>. StructFormer replaces all of them (1.0, the "
+            "paper and the authors' code); BERT's 80/10/10 is 0.8 with --random_replace_prob 0.1."
+        },
+    )
+    random_replace_prob: float = field(
+        default=0.0, metadata={"help": "Share of the selected words replaced by a random word (BERT: 0.1)."}
+    )
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only this many training sentences."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only this many eval sentences."})
     treebank_dir: str | None = field(
@@ -136,7 +146,13 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
 
         callbacks.append(ParsingEvaluationCallback(data_args.treebank_dir, tokenizer))
     # `<unk>` and `<pad>` are special tokens, so the collator never masks nor predicts them.
-    collator = ReproducibleMaskingCollator(tokenizer, data_args.mlm_probability, seed=training_args.seed)
+    collator = ReproducibleMaskingCollator(
+        tokenizer,
+        data_args.mlm_probability,
+        seed=training_args.seed,
+        mask_replace_prob=data_args.mask_replace_prob,
+        random_replace_prob=data_args.random_replace_prob,
+    )
     trainer = MaskedLMTrainer(
         model=model,
         args=training_args,

@@ -25,8 +25,21 @@ class ReproducibleMaskingCollator(DataCollatorForLanguageModeling):
     masked the same way whenever it is made. (Batches differ from epoch to epoch, so masks do too.)
     """
 
-    def __init__(self, tokenizer, mlm_probability: float, seed: int):
-        super().__init__(tokenizer, mlm_probability=mlm_probability, seed=seed)
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float,
+        seed: int,
+        mask_replace_prob: float = 1.0,
+        random_replace_prob: float = 0.0,
+    ):
+        super().__init__(
+            tokenizer,
+            mlm_probability=mlm_probability,
+            seed=seed,
+            mask_replace_prob=mask_replace_prob,
+            random_replace_prob=random_replace_prob,
+        )
 
     def torch_call(self, examples):
         digest = hashlib.sha256(str(self.seed).encode())
