@@ -1,7 +1,9 @@
 """Which words a model makes heads, against the gold dependencies of a treebank.
 
-Prints, per model: UAS, the share of words attached to a head on their left, the share of arcs predicted in the
-reverse direction of a gold arc, UAS by the dependent's gold POS (two-letter prefix) and the POS of predicted heads.
+Prints, per model: UAS, the share of all words (the root included in the count) attached to a head on their left
+(`words_with_head_on_left`; the training log's `parse_head_on_left`, `metrics.left_head_share`, counts attached
+words only), the share of arcs predicted in the reverse direction of a gold arc, UAS by the dependent's gold POS
+(two-letter prefix) and the POS of predicted heads.
 Used to compare the head conventions that different training recipes settle on (README, "What we tried").
 
     python scripts/head_statistics.py structformer-ptb runs/other-model --treebank ../shared/data/ptb-sample/dev --limit 600
@@ -37,7 +39,7 @@ def head_statistics(gold, parses) -> dict:
 
     return {
         "uas": percent(correct),
-        "head_on_left": percent(left),
+        "words_with_head_on_left": percent(left),
         "reversed": percent(reversed_arcs),
         "uas_by_dependent_tag": {t: round(100 * correct_by_tag[t] / n, 1) for t, n in by_tag.most_common(8)},
         "predicted_head_tags": {t: percent(n) for t, n in head_tags.most_common(8)},
