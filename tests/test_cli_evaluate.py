@@ -127,6 +127,21 @@ def test_cli_evaluate_hand_treebank(hand_treebank, capsys):
     assert json.loads(out) == HAND_RIGHT_BRANCHING
 
 
+def test_cli_evaluate_conllu_scores_dependencies_only(tmp_path, capsys):
+    # "the dog barks ." : the <- dog <- barks (root), punctuation left out of the scoring.
+    rows = ["1\tthe\t_\tDET", "2\tdog\t_\tNOUN", "3\tbarks\t_\tVERB", "4\t.\t_\tPUNCT"]
+    heads = ["2\tdet", "3\tnsubj", "0\troot", "3\tpunct"]
+    text = "".join(f"{row}\t_\t_\t{head}\t_\t_\n" for row, head in zip(rows, heads)) + "\n"
+    path = tmp_path / "tiny.conllu"
+    path.write_text(text, encoding="utf-8")
+    main(["evaluate", "--treebank", str(path), "--baseline", "left-branching"])  # word i headed by word i+1
+    scores = json.loads(capsys.readouterr().out)
+    assert scores == {"parser": "left-branching", "sentences": 1, "uas": 100.0, "uuas": 100.0}
+    main(["evaluate", "--treebank", str(path), "--baseline", "right-branching"])  # word i headed by word i-1
+    scores = json.loads(capsys.readouterr().out)
+    assert scores == {"parser": "right-branching", "sentences": 1, "uas": 0.0, "uuas": 66.67}
+
+
 def test_cli_evaluate_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["evaluate", "--treebank", str(tmp_path), "--baseline", "middle-branching"])

@@ -7,6 +7,7 @@ from hf_structure.treebanks import (
     conllu_dataset,
     content_heads,
     read_conllu,
+    read_conllu_gold,
     read_dp,
     read_mrg,
     read_treebank,
@@ -357,3 +358,26 @@ def test_conllu_dataset(tmp_path):
     assert dataset[1]["words"] == ["Sue", "likes", "coffee", "and", "Bill", "tea"]
     assert dataset[0]["heads"] == [4, 4, 4, 0, 4]
     assert dataset["id"] == ["s1", "s2", "2"]
+
+
+def test_read_conllu_gold_drops_punctuation_and_renumbers_heads(tmp_path):
+    # A punctuation token that heads a word: the word is re-attached to the punctuation's own head.
+    punct_head = (
+        "1\ta\ta\tNOUN\t_\t_\t2\tdep\t_\t_\n"
+        "2\t-\t-\tPUNCT\t_\t_\t3\tpunct\t_\t_\n"
+        "3\tb\tb\tVERB\t_\t_\t0\troot\t_\t_\n\n"
+    )
+    only_punct = "1\t.\t.\tPUNCT\t_\t_\t0\troot\t_\t_\n\n"
+    path = write(tmp_path / "a.conllu", CONLLU + punct_head + only_punct)
+    sentences = read_conllu_gold(path)
+    assert [s.words for s in sentences] == [
+        ["I", "do", "n't", "know"],
+        ["Sue", "likes", "coffee", "and", "Bill", "tea"],
+        ["Yes"],
+        ["a", "b"],
+    ]
+    assert [s.heads for s in sentences] == [[4, 4, 4, 0], [2, 0, 2, 5, 2, 5], [0], [2, 0]]
+    assert all(s.spans == set() for s in sentences)
+    assert sentences[0].source == f"{path}:s1"
+    assert read_treebank(path) == sentences  # read_treebank takes a .conllu file too
+

@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     evaluate = commands.add_parser("evaluate", help="score a model or a baseline on a gold treebank (one JSON line)")
-    evaluate.add_argument("--treebank", required=True, help="folder with mrg/ and optionally dp/")
+    evaluate.add_argument(
+        "--treebank", required=True, help="folder with mrg/ and optionally dp/, or a .conllu file (dependencies only)"
+    )
     source = evaluate.add_mutually_exclusive_group()
     source.add_argument("--baseline", choices=BASELINES)
     source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")

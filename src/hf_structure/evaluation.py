@@ -15,12 +15,16 @@ logger = logging.getLogger(__name__)
 
 
 def score_parses(gold: Sequence[GoldSentence], parses: Sequence[tuple[Sequence[Span], Sequence[int]]]) -> dict:
-    """The evaluation JSON of a parser: `sentences`, `sentence_f1`, `corpus_f1`, `recall_<LABEL>` and, when the
-    gold has heads, `uas`/`uuas`; percentages rounded to 2 decimals."""
-    predicted = [scored_spans(spans, len(g.words)) for (spans, _), g in zip(parses, gold)]
-    scores = unlabelled_f1(predicted, [g.spans for g in gold])
-    recall = label_recall(predicted, [g.labelled_spans for g in gold], EVALUATED_LABELS)
-    scores.update({f"recall_{label}": value for label, value in recall.items()})
+    """The evaluation JSON of a parser: `sentences`, `sentence_f1`, `corpus_f1`, `recall_<LABEL>` (when the gold
+    has constituents) and `uas`/`uuas` (when it has heads); percentages rounded to 2 decimals."""
+    if len(parses) != len(gold):
+        raise ValueError(f"{len(parses)} parses for {len(gold)} gold sentences")
+    scores = {}
+    if any(g.spans for g in gold):
+        predicted = [scored_spans(spans, len(g.words)) for (spans, _), g in zip(parses, gold)]
+        scores.update(unlabelled_f1(predicted, [g.spans for g in gold]))
+        recall = label_recall(predicted, [g.labelled_spans for g in gold], EVALUATED_LABELS)
+        scores.update({f"recall_{label}": value for label, value in recall.items()})
     if all(g.heads is not None for g in gold):
         scores.update(attachment_scores([heads for _, heads in parses], [g.heads for g in gold]))
     return {"sentences": len(gold), **{key: round(100 * value, 2) for key, value in scores.items()}}

@@ -166,10 +166,11 @@ def read_dp(path: str | Path) -> list[tuple[list[str], list[str], list[int], int
     return blocks
 
 
-def content_heads(tags: list[str], heads: list[int]) -> list[int]:
+def content_heads(tags: list[str], heads: list[int], punctuation: frozenset[str] = PUNCTUATION_TAGS) -> list[int]:
     """Heads over the non-punctuation tokens only (1-based among them, 0 = root). A head that is punctuation is
-    replaced by its nearest non-punctuation ancestor."""
-    keep = [tag not in PUNCTUATION_TAGS for tag in tags]
+    replaced by its nearest non-punctuation ancestor. `punctuation`: the tags that mark punctuation (PTB's by
+    default; `{"PUNCT"}` for UD's UPOS)."""
+    keep = [tag not in punctuation for tag in tags]
     new_index = {}
     for old, kept in enumerate(keep, start=1):
         if kept:
@@ -186,12 +187,15 @@ def content_heads(tags: list[str], heads: list[int]) -> list[int]:
 
 
 def read_treebank(directory: str | Path) -> list[GoldSentence]:
-    """Gold sentences of a folder with `mrg/` (required) and `dp/` (optional, same file stems, same sentences).
+    """Gold sentences of a folder with `mrg/` (required) and `dp/` (optional, same file stems, same sentences),
+    or of a CoNLL-U file (dependencies only, see `read_conllu_gold`).
 
     With `dp/`, each sentence also gets its gold heads over the scored words; a `.dp` block whose words differ
     from the `.mrg` tree's raises a TreebankFormatError naming both places.
     """
     directory = Path(directory)
+    if directory.is_file() and directory.suffix == ".conllu":
+        return read_conllu_gold(directory)
     mrg_dir, dp_dir = directory / "mrg", directory / "dp"
     if not mrg_dir.is_dir():
         raise FileNotFoundError(f"{directory} has no mrg/ folder of .mrg files")
@@ -267,3 +271,24 @@ def conllu_dataset(path: str | Path):
     from datasets import Dataset
 
     return Dataset.from_list(read_conllu(path))
+
+
+def read_conllu_gold(path: str | Path) -> list[GoldSentence]:
+    """Dependency-only gold sentences of a CoNLL-U file, cleaned like the `.dp` files: words tagged `PUNCT` are
+    removed and heads that were punctuation are walked up to the nearest kept ancestor. `spans` stay empty (no
+    constituency gold); sentences that are all punctuation are skipped."""
+    sentences = []
+    for sentence in read_conllu(path):
+        if all(tag == "PUNCT" for tag in sentence["upos"]):
+            continue
+        kept = [(w, t) for w, t in zip(sentence["words"], sentence["upos"]) if t != "PUNCT"]
+        sentences.append(
+            GoldSentence(
+                words=[w for w, _ in kept],
+                tags=[t for _, t in kept],
+                spans=set(),
+                heads=content_heads(sentence["upos"], sentence["heads"], frozenset({"PUNCT"})),
+                source=f"{path}:{sentence['id']}",
+            )
+        )
+    return sentences
