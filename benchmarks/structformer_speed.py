@@ -185,7 +185,33 @@ def train_throughput(impl: str, bf16: bool, config, batches, warmup: int, lr: fl
     }
 
 
-def run_training(args) -> list[dict]:
+def training_flops_per_word(config, batch) -> float:
+    """Matmul and convolution FLOPs of one training step (forward + backward) per real word, counted by
+    `FlopCounterMode` (it counts only those ops: layer norms, dropout, p_D's elementwise work and the optimizer
+    come on top)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from hf_structure.models.structformer import StructFormerForMaskedLM
+
+    torch.manual_seed(0)
+    model = StructFormerForMaskedLM(config).train()
+    with FlopCounterMode(display=False) as counter:
+        model(**batch).loss.backward()
+    return counter.get_total_flops() / int(batch["attention_mask"].sum())
+
+
+def matmul_gflops(rows: int, inner: int, cols: int, repeats: int = 30) -> float:
+    """The machine's fp32 rate on one (rows x inner) @ (inner x cols) product: the shape of the feed-forward
+    layer's first matmul over a whole batch, the largest matmul of a step."""
+    a, b = torch.randn(rows, inner), torch.randn(inner, cols)
+    a @ b
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * rows * inner * cols * repeats / (time.perf_counter() - start) / 1e9
+
+
+def run_training(args) -> dict:
     from hf_structure.models.structformer import StructFormerConfig
 
     count = args.warmup_steps + args.steps
@@ -237,7 +263,21 @@ def run_training(args) -> list[dict]:
         "(fp32 rows should show the same first-step loss: same weights, batches and p_D up to rounding. bf16 rows time "
         + (f"only {args.bf16_steps} steps)" if args.bf16_steps is not None else "the same steps)")
     )
-    return results
+    # How close to the machine's limit: words/s cannot exceed (matmul rate) / (matmul FLOPs per word).
+    flops_per_word = training_flops_per_word(config, timed[0])
+    rows = round(statistics.mean(b["input_ids"].numel() for b in timed))  # padded tokens per batch
+    peak = matmul_gflops(rows, args.hidden_size, args.d_ff)
+    achieved = ours["tokens_per_s"] * flops_per_word / 1e9
+    print(
+        f"\nmatmul + convolution work per real word (forward + backward, counted): {flops_per_word / 1e6:.1f} MFLOP\n"
+        f"ours fp32 does {achieved:.1f} GFLOP/s of it; fp32 matmul on this machine "
+        f"({rows} x {args.hidden_size} @ {args.hidden_size} x {args.d_ff}, same threads): "
+        f"{peak:.1f} GFLOP/s, {achieved / peak:.2f} of it\n"
+        f"ceiling if everything but matmuls and convolutions were free: {peak * 1e9 / flops_per_word:.0f} words/s "
+        f"(ours: {ours['tokens_per_s'] / (peak * 1e9 / flops_per_word):.2f} of the ceiling)"
+    )
+    ceiling = {"flops_per_word": flops_per_word, "matmul_gflops": peak, "achieved_gflops": achieved}
+    return {"rows": results, "ceiling": ceiling}
 
 
 # -------------------------------------------------------------------------------------- part 2: p_D alone
