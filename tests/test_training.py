@@ -57,6 +57,20 @@ def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
     assert 0.1 < kept_or_random < 0.3  # 80/10/10: about a fifth of the selected words are not <mask>
 
 
+def test_a_batch_is_masked_the_same_whether_or_not_it_is_the_first_of_the_process():
+    # A resumed run's first batch is its process's first; transformers 5.24 reseeds the generator there.
+    from hf_structure.tokenization import build_word_tokenizer
+    from hf_structure.training import ReproducibleMaskingCollator
+
+    tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
+    first = [{"input_ids": ids} for ids in tokenizer(["the old man sat on the bench"] * 20)["input_ids"]]
+    other = [{"input_ids": ids} for ids in tokenizer(["a dog ran on the bench"] * 20)["input_ids"]]
+    collator = ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)
+    as_first = collator(first)
+    collator(other)
+    assert torch.equal(collator(first)["input_ids"], as_first["input_ids"])
+
+
 def run_mlm(args, **kwargs):
     return subprocess.run([sys.executable, str(SCRIPT), *args], env=environment(), capture_output=True, text=True,
                           timeout=600, **kwargs)

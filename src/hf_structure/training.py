@@ -2,6 +2,7 @@
 
 import hashlib
 import math
+import os
 
 import torch
 from datasets import Dataset
@@ -46,6 +47,9 @@ class ReproducibleMaskingCollator(DataCollatorForLanguageModeling):
         for example in examples:
             digest.update(torch.as_tensor(example["input_ids"], dtype=torch.int64).numpy().tobytes() + b"|")
         self.generator = torch.Generator().manual_seed(int.from_bytes(digest.digest()[:8], "little"))
+        # transformers >= 5.24 replaces the generator by a seed-only one on a process's first batch unless it was
+        # made in this process (its per-worker seeding); ours is, so say so, or a resumed run's first batch differs.
+        self._generator_pid = os.getpid()
         return super().torch_call(examples)
 
 
