@@ -186,9 +186,9 @@ def train_throughput(impl: str, bf16: bool, config, batches, warmup: int, lr: fl
 
 
 def training_flops_per_word(config, batch) -> float:
-    """Matmul and convolution FLOPs of one training step (forward + backward) per real word, counted by
-    `FlopCounterMode` (it counts only those ops: layer norms, dropout, p_D's elementwise work and the optimizer
-    come on top)."""
+    """Matmul and convolution FLOPs of one training step (forward + backward) on `batch`, per real word, counted
+    by `FlopCounterMode` (it counts only those ops: layer norms, dropout, p_D's elementwise work and the optimizer
+    come on top; pads cost work too, so a padded batch counts more per real word)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from hf_structure.models.structformer import StructFormerForMaskedLM
