@@ -1,0 +1,474 @@
+"""StructFormer: joint unsupervised induction of dependency and constituency structure from masked language
+modelling (Shen, Tay, Zheng, Bahri, Metzler, Courville; ACL 2021).
+
+A parser network reads the word embeddings and predicts a syntactic distance for every split between adjacent
+words and a syntactic height for every word. Together they give a differentiable dependency distribution
+p_D(j|i) ("j is the parent of i"), which gates every self-attention head. Constituency trees are read off the
+distances (Algorithm 1), dependency heads off p_D (Eq. 18).
+
+This file is self-contained (it imports only torch and transformers) so that a saved model folder loads with
+`trust_remote_code=True` where `hf_structure` is not installed.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.utils import ModelOutput
+
+from .configuration_structformer import StructFormerConfig
+
+
+def split_mask_from(mask: torch.Tensor) -> torch.Tensor:
+    """`(B, L)` bool: True at position k when k and k+1 are both real words (k is a split point)."""
+    return F.pad(mask[:, 1:], (0, 1), value=False) & mask
+
+
+def calibrate_distances(
+    distances: torch.Tensor, heights: torch.Tensor, mask: torch.Tensor, per_batch: bool = False
+) -> torch.Tensor:
+    """Lower all distances of a sentence so that no constituent is cut off from its context (App. A.2, Eqs. 19-21).
+
+    For every span [l, r] other than the whole sentence, the margin is by how much both boundary distances exceed
+    the largest height inside the span; the largest margin of the sentence is subtracted from its distances
+    (as the paper writes it), or with `per_batch` the largest margin of the whole batch (as the authors' code
+    does).
+    """
+    length = distances.size(1)
+    index = torch.arange(length, device=distances.device)
+    upper = index[:, None] <= index[None, :]  # [l, r]: l <= r
+    neg = torch.finfo(heights.dtype).min
+    # Largest height in [l, r], as a running maximum over r of the heights from l on.
+    span_heights = heights[:, None, :].masked_fill(~upper, neg).cummax(dim=-1).values
+    split_mask = split_mask_from(mask)
+    big = torch.finfo(distances.dtype).max / 4
+    boundary = distances.masked_fill(~split_mask, big)  # the sentence ends act as infinitely high splits
+    left_boundary = F.pad(boundary[:, :-1], (1, 0), value=big)  # distance of split l-1
+    margin = torch.minimum(
+        torch.relu(left_boundary[:, :, None] - span_heights), torch.relu(boundary[:, None, :] - span_heights)
+    )
+    whole_sentence = (index[:, None] == 0) & ~split_mask[:, None, :]  # [0, r] with r the last word (or a pad)
+    valid = upper & mask[:, None, :] & ~whole_sentence
+    margin = margin.masked_fill(~valid, 0.0).flatten(1).amax(dim=-1)
+    if per_batch:
+        margin = margin.amax().expand_as(margin)
+    return distances - margin[:, None]
+
+
+def dependency_distribution(
+    distances: torch.Tensor,
+    heights: torch.Tensor,
+    mask: torch.Tensor,
+    split_scale: torch.Tensor,
+    head_scale: torch.Tensor,
+) -> torch.Tensor:
+    """The parent distribution p_D(j|i) of Eqs. 6-12, exactly, in O(B L^2) memory.
+
+    Word i's constituent is [l, r] with probability pL(l|i) pR(r|i) (Eqs. 7-10); its parent is then j in [l, r]
+    with probability softmax_j(h_j * head_scale) over the span (Eq. 11). The authors build the B x L x L x L
+    span tensors. Here the sum over spans is reorganised: with w_j = exp(a_j) and Z[l, r] = sum_{k in [l, r]} w_k,
+
+        p_D(j|i) = w_j sum_{l <= min(i,j)} sum_{r >= max(i,j)} pL(l|i) pR(r|i) / Z[l, r],
+
+    and because pL(l|i) = 0 for l > i and pR(r|i) = 0 for r < i, the inner sums are two (B, L, L) matrix products
+    followed by a prefix sum over l (for j <= i) or a suffix sum over r (for j >= i).
+
+    Args:
+        distances: `(B, L)`, distance of the split between words k and k+1 at position k (entries that are not
+            splits are ignored).
+        heights: `(B, L)` syntactic heights.
+        mask: `(B, L)` bool, True at real words.
+        split_scale, head_scale: positive scalars, 1/mu_1 and 1/mu_2.
+
+    Returns:
+        `(B, L, L)` with p_D(j|i) at [b, i, j]; zero on the diagonal and at pads. Rows need not sum to one.
+    """
+    dtype = distances.dtype
+    # Float64 keeps 1/Z finite and exact when head logits span a wide range; these are L^2 tensors, cheap.
+    distances, heights = distances.double(), heights.double()
+    length = distances.size(1)
+    index = torch.arange(length, device=distances.device)
+    split_mask = split_mask_from(mask)
+
+    # gamma[b, i, k] = p(word i's constituent extends across split k), Eq. 6; nothing crosses a sentence end.
+    gamma = torch.sigmoid((heights[:, :, None] - distances[:, None, :]) * split_scale)
+    gamma = gamma.masked_fill(~split_mask[:, None, :], 0.0)
+    left_of_i = index[None, :] < index[:, None]  # [i, k]: k < i
+    # p(l in C(i)) for l <= i is the minimum of gamma over splits l..i-1 (Eq. 7); 1 for l >= i.
+    inside_left = torch.where(left_of_i, gamma, 1.0).flip(-1).cummin(-1).values.flip(-1)
+    p_left = inside_left - F.pad(inside_left[..., :-1], (1, 0), value=0.0)  # Eq. 8
+    # p(r in C(i)) for r >= i is the minimum of gamma over splits i..r-1; 1 for r <= i.
+    inside_right = torch.where(left_of_i, 1.0, gamma).cummin(-1).values
+    inside_right = F.pad(inside_right[..., :-1], (1, 0), value=1.0)
+    p_right = inside_right - F.pad(inside_right[..., 1:], (0, 1), value=0.0)  # Eq. 9
+
+    # Span normalisers in the log domain, centred per sentence so that w_j <= 1.
+    logits = (heights * head_scale).masked_fill(~mask, -1e4)
+    centre = logits.amax(dim=-1, keepdim=True).detach()
+    logits = logits - centre
+    upper = index[:, None] <= index[None, :]  # [l, r]: l <= r
+    log_z = torch.logcumsumexp(logits[:, None, :].masked_fill(~upper, -1e4), dim=-1)
+    span_ok = upper & mask[:, :, None] & mask[:, None, :]
+    # exp(-log Z) only where the span is real: elsewhere the exponent is masked before exp so no inf appears.
+    inv_z = torch.exp(-log_z.masked_fill(~span_ok, 0.0)).masked_fill(~span_ok, 0.0)
+    weights = torch.exp(logits).masked_fill(~mask, 0.0)
+
+    right_sums = torch.bmm(p_right, inv_z.transpose(1, 2))  # [i, l] = sum_r pR(r|i) / Z[l, r]
+    left_sums = torch.bmm(p_left, inv_z)  # [i, r] = sum_l pL(l|i) / Z[l, r]
+    parent_before = torch.cumsum(p_left * right_sums, dim=-1)  # j <= i: sum over l <= j
+    parent_after = torch.flip(torch.cumsum(torch.flip(p_right * left_sums, [-1]), dim=-1), [-1])  # j >= i
+    p_parent = weights[:, None, :] * torch.where(left_of_i, parent_before, parent_after)
+    keep = mask[:, :, None] & mask[:, None, :] & ~torch.eye(length, dtype=torch.bool, device=mask.device)
+    return p_parent.masked_fill(~keep, 0.0).to(dtype)
+
+
+def distances_to_spans(distances: list[float]) -> list[tuple[int, int]]:
+    """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
+    `(start, end)` spans, end exclusive, root first, words (length-1 spans) included. Ties go to the leftmost
+    split, as `argmax` does.
+
+    Copied from `hf_structure.structures.distances_to_spans` (this file must stand alone); a test keeps them equal.
+    """
+    spans = []
+    stack = [(0, len(distances) + 1)]
+    while stack:
+        start, end = stack.pop()
+        spans.append((start, end))
+        if end - start > 1:
+            window = distances[start : end - 1]
+            split = start + max(range(len(window)), key=lambda k: (window[k], -k)) + 1
+            stack.append((split, end))
+            stack.append((start, split))
+    return spans
+
+
+@dataclass
+class StructFormerModelOutput(ModelOutput):
+    """Outputs of `StructFormerModel`.
+
+    Args:
+        last_hidden_state: `(B, L, d)` final-layer states after the final layer norm.
+        distances: `(B, L)` calibrated syntactic distances; position k is the split between words k and k+1, and
+            positions that are not splits hold +inf.
+        heights: `(B, L)` syntactic heights; pads hold -inf.
+        parent_distribution: `(B, L, L)` p_D(j|i) at [b, i, j].
+        hidden_states: optional tuple of `(B, L, d)`, the embeddings then each block's output.
+        attentions: optional tuple of `(B, H, L, L)` dependency-constrained attention weights per block.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    distances: torch.FloatTensor | None = None
+    heights: torch.FloatTensor | None = None
+    parent_distribution: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+@dataclass
+class StructFormerMaskedLMOutput(StructFormerModelOutput):
+    """Outputs of `StructFormerForMaskedLM`.
+
+    Args:
+        loss: masked-LM cross-entropy, averaged over the positions whose label is not -100.
+        logits: when `labels` are given, `(N, V)` scores at the N labelled positions only (in row-major order of
+            the batch; the model computes nothing else); otherwise `(B, L, V)` scores at every position.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+
+
+class StructFormerParser(nn.Module):
+    """The parser network (Eqs. 1-3): convolutions over the word embeddings, then distance and height heads."""
+
+    def __init__(self, config: StructFormerConfig):
+        super().__init__()
+        d = config.hidden_size
+        self.convs = nn.ModuleList(
+            nn.Conv1d(d, d, config.parser_conv_size, padding=config.parser_conv_size // 2)
+            for _ in range(config.num_parser_layers)
+        )
+        self.norm = nn.LayerNorm(d, elementwise_affine=False)
+        # Width-2 convolution over words (k, k+1), written as a linear map of the pair.
+        self.distance_pair = nn.Linear(2 * d, d)
+        self.distance_out = nn.Linear(d, 1)
+        self.height_hidden = nn.Linear(d, d)
+        self.height_out = nn.Linear(d, 1)
+
+    def forward(self, embeddings: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = embeddings
+        for conv in self.convs:
+            hidden = hidden.masked_fill(~mask[:, :, None], 0.0)  # pads must not leak into the convolution
+            hidden = torch.tanh(self.norm(conv(hidden.transpose(1, 2)).transpose(1, 2)))
+        next_hidden = F.pad(hidden[:, 1:], (0, 0, 0, 1))
+        pair = torch.tanh(self.norm(self.distance_pair(torch.cat([hidden, next_hidden], dim=-1))))
+        distances = self.distance_out(pair).squeeze(-1)
+        heights = self.height_out(torch.tanh(self.norm(self.height_hidden(hidden)))).squeeze(-1)
+        return distances.float(), heights.float()
+
+
+class StructFormerAttention(nn.Module):
+    """Dependency-constrained self-attention (Eqs. 16-17): sigmoid(QK^T / sqrt(d_head)) gated by p_ij, times V."""
+
+    def __init__(self, config: StructFormerConfig):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def forward(self, hidden: torch.Tensor, relation_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        batch, length, _ = hidden.shape
+        query, key, value = (
+            self.qkv(hidden).view(batch, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        )
+        gate = torch.sigmoid(query @ key.transpose(-1, -2) / math.sqrt(self.head_dim))
+        weights = self.dropout(gate * relation_mask.to(gate.dtype))
+        context = (weights @ value).transpose(1, 2).reshape(batch, length, -1)
+        return self.out(context), weights
+
+
+class StructFormerLayer(nn.Module):
+    """Pre-layer-norm block: dependency-constrained attention, then a LeakyReLU feed-forward layer."""
+
+    def __init__(self, config: StructFormerConfig):
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.attention = StructFormerAttention(config)
+        self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(config.hidden_size, config.intermediate_size),
+            nn.LeakyReLU(),
+            nn.Dropout(config.hidden_dropout_prob),
+            nn.Linear(config.intermediate_size, config.hidden_size),
+        )
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden: torch.Tensor, relation_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        attended, weights = self.attention(self.attention_norm(hidden), relation_mask)
+        hidden = hidden + self.dropout(attended)
+        hidden = hidden + self.dropout(self.feed_forward(self.feed_forward_norm(hidden)))
+        return hidden, weights
+
+
+class StructFormerPreTrainedModel(PreTrainedModel):
+    config_class = StructFormerConfig
+    config: StructFormerConfig
+    base_model_prefix = "structformer"
+    main_input_name = "input_ids"
+    _no_split_modules = ["StructFormerLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        if isinstance(module, nn.Embedding):
+            init.uniform_(module.weight, -self.config.initializer_range, self.config.initializer_range)
+        elif isinstance(module, (nn.Linear, nn.Conv1d)):
+            # PyTorch's default fan-in scaling, as in the authors' code.
+            fan_in = module.weight[0].numel()
+            bound = 1.0 / math.sqrt(fan_in)
+            init.uniform_(module.weight, -bound, bound)
+            if module.bias is not None:
+                init.uniform_(module.bias, -bound, bound)
+        elif isinstance(module, nn.LayerNorm) and module.weight is not None:
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, StructFormerModel):
+            init.normal_(module.relation_logits, mean=0.0, std=0.1)
+            init.zeros_(module.log_scales)
+        elif isinstance(module, StructFormerForMaskedLM):
+            init.zeros_(module.output_bias)
+
+
+class StructFormerModel(StructFormerPreTrainedModel):
+    """The StructFormer encoder: parser network, p_D, and dependency-constrained Transformer blocks."""
+
+    # Loading a masked-LM checkpoint into the encoder alone leaves its output bias unused, as intended.
+    _keys_to_ignore_on_load_unexpected = ["output_bias"]
+
+    def __init__(self, config: StructFormerConfig):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.embed_dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.parser = StructFormerParser(config)
+        self.layers = nn.ModuleList(StructFormerLayer(config) for _ in range(config.num_hidden_layers))
+        self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        # Per layer and head, logits of the weights over the relations (Eqs. 13-14).
+        self.relation_logits = nn.Parameter(
+            torch.zeros(config.num_hidden_layers, config.num_attention_heads, len(config.relations))
+        )
+        # log(1/mu_1) for the split test (Eq. 6) and log(1/mu_2) for the head softmax (Eq. 11).
+        self.log_scales = nn.Parameter(torch.zeros(2))
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.embed_tokens = value
+
+    def relation_weights(self) -> torch.Tensor:
+        """`(layers, heads, relations)` mixture weights of the dependency relations."""
+        if self.config.relation_weight_activation == "softmax":
+            return torch.softmax(self.relation_logits, dim=-1)
+        return torch.sigmoid(self.relation_logits)
+
+    def parse_scores(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+        """Distances, heights (with +inf / -inf where undefined) and p_D for a batch."""
+        mask = attention_mask.bool()
+        distances, heights = self.parser(self.embed_tokens(input_ids), mask)
+        per_batch = self.training and self.config.calibration_scope == "batch"
+        distances = calibrate_distances(distances, heights, mask, per_batch=per_batch)
+        split_scale, head_scale = self.log_scales.exp().unbind()
+        parent = dependency_distribution(distances, heights, mask, split_scale, head_scale)
+        distances = distances.masked_fill(~split_mask_from(mask), float("inf"))
+        heights = heights.masked_fill(~mask, float("-inf"))
+        return distances, heights, parent
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> StructFormerModelOutput:
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+        length = input_ids.size(1)
+        if length > self.config.max_position_embeddings:
+            raise ValueError(
+                f"sentence of {length} tokens exceeds max_position_embeddings={self.config.max_position_embeddings}"
+            )
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        mask = attention_mask.bool()
+
+        distances, heights, parent = self.parse_scores(input_ids, mask)
+        # Each head attends along a mixture of "to my parent" (p_D) and "to my dependent" (p_D^T), Eq. 15.
+        relations = torch.stack(
+            [parent if name == "parent" else parent.transpose(1, 2) for name in self.config.relations], dim=1
+        )
+        relation_masks = torch.einsum("lhr,brij->lbhij", self.relation_weights(), relations)
+
+        positions = torch.arange(length, device=input_ids.device)
+        hidden = self.embed_dropout(self.embed_tokens(input_ids) + self.embed_positions(positions)[None])
+        all_hidden = (hidden,) if output_hidden_states else None
+        all_attentions = () if output_attentions else None
+        for layer, relation_mask in zip(self.layers, relation_masks):
+            hidden, weights = layer(hidden, relation_mask)
+            if output_hidden_states:
+                all_hidden += (hidden,)
+            if output_attentions:
+                all_attentions += (weights,)
+        return StructFormerModelOutput(
+            last_hidden_state=self.final_norm(hidden),
+            distances=distances,
+            heights=heights,
+            parent_distribution=parent,
+            hidden_states=all_hidden,
+            attentions=all_attentions,
+        )
+
+    @torch.no_grad()
+    def parse(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[dict]:
+        """Parse a batch of sentences (one word per token, no special tokens).
+
+        Returns one dict per sentence: `distances` (n-1 floats), `heights` (n floats), `spans` (the binary tree's
+        constituents of two or more words, 0-based `[start, end)`, top-down), and `heads` (1-based parent of each
+        word, 0 for the root): argmax_j p_D(j|i) (Eq. 18), the root being the word of largest height.
+        """
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        mask = attention_mask.bool()
+        distances, heights, parent = self.parse_scores(input_ids, mask)
+        results = []
+        for b, n in enumerate(mask.sum(dim=-1).tolist()):
+            sentence_distances = distances[b, : n - 1].tolist()
+            sentence_heights = heights[b, :n].tolist()
+            heads = (parent[b, :n, :n].argmax(dim=-1) + 1).tolist()
+            heads[max(range(n), key=lambda k: (sentence_heights[k], -k))] = 0
+            spans = [span for span in distances_to_spans(sentence_distances) if span[1] - span[0] > 1]
+            results.append(
+                {"distances": sentence_distances, "heights": sentence_heights, "spans": spans, "heads": heads}
+            )
+        return results
+
+
+class StructFormerForMaskedLM(StructFormerPreTrainedModel):
+    """StructFormer with its masked-LM head: final hidden states times the (tied) input embedding, plus a bias."""
+
+    _tied_weights_keys = {"lm_head.weight": "structformer.embed_tokens.weight"}
+    accepts_loss_kwargs = False
+
+    def __init__(self, config: StructFormerConfig):
+        super().__init__(config)
+        self.structformer = StructFormerModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.post_init()
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> StructFormerMaskedLMOutput:
+        outputs = self.structformer(
+            input_ids,
+            attention_mask=attention_mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+        )
+        hidden = outputs.last_hidden_state
+        loss = None
+        if labels is None:
+            logits = self.lm_head(hidden) + self.output_bias
+        else:
+            # Score only the positions that are predicted: most of the vocabulary projection is never used.
+            predicted = labels.ne(-100)
+            logits = self.lm_head(hidden[predicted]) + self.output_bias
+            loss = F.cross_entropy(logits.float(), labels[predicted])
+        return StructFormerMaskedLMOutput(
+            loss=loss,
+            logits=logits,
+            distances=outputs.distances,
+            heights=outputs.heights,
+            parent_distribution=outputs.parent_distribution,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
+
+    def parse(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[dict]:
+        """See `StructFormerModel.parse`."""
+        return self.structformer.parse(input_ids, attention_mask)
+
+
+__all__ = [
+    "StructFormerModel",
+    "StructFormerForMaskedLM",
+    "StructFormerPreTrainedModel",
+    "calibrate_distances",
+    "dependency_distribution",
+    "distances_to_spans",
+]
