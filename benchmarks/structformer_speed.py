@@ -268,13 +268,14 @@ def run_training(args) -> dict:
     rows = round(statistics.mean(b["input_ids"].numel() for b in timed))  # padded tokens per batch
     peak = matmul_gflops(rows, args.hidden_size, args.d_ff)
     achieved = ours["tokens_per_s"] * flops_per_word / 1e9
+    ceiling_words_per_s = peak * 1e9 / flops_per_word
     print(
         f"\nmatmul + convolution work per real word (forward + backward, counted): {flops_per_word / 1e6:.1f} MFLOP\n"
         f"ours fp32 does {achieved:.1f} GFLOP/s of it; fp32 matmul on this machine "
         f"({rows} x {args.hidden_size} @ {args.hidden_size} x {args.d_ff}, same threads): "
         f"{peak:.1f} GFLOP/s, {achieved / peak:.2f} of it\n"
-        f"ceiling if everything but matmuls and convolutions were free: {peak * 1e9 / flops_per_word:.0f} words/s "
-        f"(ours: {ours['tokens_per_s'] / (peak * 1e9 / flops_per_word):.2f} of the ceiling)"
+        f"ceiling if everything but matmuls and convolutions were free: {ceiling_words_per_s:.0f} words/s "
+        f"(ours: {ours['tokens_per_s'] / ceiling_words_per_s:.2f} of the ceiling)"
     )
     ceiling = {"flops_per_word": flops_per_word, "matmul_gflops": peak, "achieved_gflops": achieved}
     return {"rows": results, "ceiling": ceiling}
