@@ -4,7 +4,7 @@
 # (--resume_from_checkpoint); the PTB dev sample (the acceptance set) plays no part in the choice.
 for seed in 45 46 47; do
   out=runs/sf-seed$seed
-  sed "s/SEED/$seed/g" checkpoints/structformer-ptb-seed45/command_template.txt > $out.command.txt
+  sed "s/SEED/$seed/g" docs/structformer-ptb-training/command_template.txt > $out.command.txt
   bash $out.command.txt > $out.log 2>&1 &
   pid=$!
   until [ -f $out/checkpoint-400/trainer_state.json ]; do sleep 5; done
