@@ -7,7 +7,7 @@ same sentences with the same pipeline object after an untimed warm-up; every num
 one run. The script also reports whether the batched parses equal the unbatched ones (padding must not change a
 parse); it asserts nothing.
 
-Model: `structformer-ptb` (the bundled checkpoint, resolved by `hf_structure.pretrained.resolve_model_path`) by
+Model: `structformer-ptb` (the bundled checkpoint, resolved by `hf_structure.bundled.resolve_model_path`) by
 default; `--model PATH` for any saved folder; `--random-model` for an untrained model of the paper's size over
 the PTB vocabulary (speed does not depend on the weights); `--quick` for a tiny random model on a few sentences
 (a smoke run).
@@ -31,7 +31,7 @@ DEFAULT_TREEBANK = ROOT.parent / "shared" / "data" / "ptb-sample" / "dev"
 import torch  # noqa: E402
 
 import hf_structure  # noqa: E402,F401  (registers the model classes and the pipeline task)
-from hf_structure.pretrained import DEFAULT_MODEL, resolve_model_path  # noqa: E402
+from hf_structure.bundled import DEFAULT_MODEL, resolve_model_path  # noqa: E402
 
 
 def cpu_name() -> str:
@@ -48,13 +48,13 @@ def build_random_model(folder: Path, sentences: list[list[str]], tiny: bool) -> 
     """Save an untrained StructFormer and its word tokenizer to `folder`: tiny over the benchmark's own words, or
     of the paper's size (8 layers, d 512, 8 heads, d_ff 2048) over the PTB train vocabulary."""
     from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM
-    from hf_structure.tokenization import build_word_tokenizer
+    from hf_structure.data.tokenization import build_word_tokenizer
 
     if tiny:
         tokenizer = build_word_tokenizer(" ".join(words) for words in sentences)
         sizes = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
     else:
-        from hf_structure.lm_data import ptb_lm_lines
+        from hf_structure.data.text import ptb_lm_lines
 
         tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
         sizes = dict(hidden_size=512, num_hidden_layers=8, num_attention_heads=8, intermediate_size=2048)
@@ -103,7 +103,7 @@ def main(argv=None):
     from transformers import pipeline
     from transformers.utils import logging as hf_logging
 
-    from hf_structure.treebanks import read_treebank
+    from hf_structure.data.treebanks import read_treebank
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

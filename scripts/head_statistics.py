@@ -15,9 +15,9 @@ from collections import Counter
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_structure  # noqa: F401  (registers the models)
-from hf_structure.evaluation import parse_word_lists
-from hf_structure.pretrained import resolve_model_path
-from hf_structure.treebanks import read_treebank
+from hf_structure.evaluation.scoring import parse_word_lists
+from hf_structure.bundled import resolve_model_path
+from hf_structure.data.treebanks import read_treebank
 
 
 def head_statistics(gold, parses) -> dict:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Lay a StructFormer checkpoint out in a Hugging Face Hub cache, exactly as downloading it from `REPO_ID` would
+"""Lay a checkpoint out in a Hugging Face Hub cache, exactly as downloading it from `REPO_ID` would
 (`models--org--name/blobs/<etag>`, `snapshots/<commit>/<file>` symlinks, `refs/main`), so that
 `from_pretrained(REPO_ID)` and `pipeline(..., model=REPO_ID)` work offline (HF_HUB_OFFLINE=1) before or without an
 upload. The files are those `scripts/push_to_hub.py` would upload; the commit hash is a stand-in derived from them.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
-"""Publish a StructFormer checkpoint on the Hugging Face Hub.
+"""Publish a checkpoint of any hf_structure model on the Hugging Face Hub.
 
-The checkpoint folder (or a bundled model name such as `structformer-ptb`) must hold `eval_results.json` and
-`training.json` (see `hf_structure.hub`). The uploaded folder has the weights, config.json with `auto_map` and
+The checkpoint folder (or a bundled model name such as `structformer-ptb`) must hold `hf_structure_eval.json` and
+`hf_structure_training.json` (see `hf_structure.hub.records`). The uploaded folder has the weights, config.json with `auto_map` and
 `custom_pipelines`, the modeling/configuration/pipeline code, the tokenizer and a README.md model card whose numbers
 all come from those two files.
 

@@ -15,7 +15,7 @@ import sys
 
 from transformers import HfArgumentParser, TrainingArguments
 
-from hf_structure.run_mlm import DataTrainingArguments, ModelArguments, main
+from hf_structure.training.mlm import DataTrainingArguments, ModelArguments, main
 
 if __name__ == "__main__":
     parser = HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments))

@@ -9,10 +9,10 @@ import torch
 from reference_structformer import naive_dependency_distribution
 
 import hf_structure
-from hf_structure import structures
+from hf_structure.structs import trees as structures
 from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
 from hf_structure.models.structformer import modeling_structformer as modeling
-from hf_structure.tokenization import build_word_tokenizer
+from hf_structure.data.tokenization import build_word_tokenizer
 
 SENTENCES = ["the old man sat on the bench", "a dog ran", "stocks fell sharply after the report was released"]
 
@@ -225,7 +225,7 @@ def test_package_registers_auto_classes():
 
 
 def test_bundled_checkpoint_carries_the_current_model_code():
-    from hf_structure.pretrained import BUNDLED_DIR, DEFAULT_MODEL
+    from hf_structure.bundled import BUNDLED_DIR, DEFAULT_MODEL
 
     bundled = BUNDLED_DIR / DEFAULT_MODEL
     if not (bundled / "config.json").is_file():

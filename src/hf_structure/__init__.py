@@ -1,22 +1,64 @@
 """hf_structure: syntactic-structure models as first-class citizens of the Hugging Face ecosystem.
 
-Importing the package registers its models with the Auto classes and the `unsupervised-parsing` pipeline task.
+Importing the package registers its models with the Auto classes (through `registry.register_model`) and the
+`unsupervised-parsing` pipeline task, and lets `transformers.pipeline` accept the bundled short names.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
-
 from .models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
+from .registry import CardMetric, ModelSpec, model_spec, register_model
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-AutoConfig.register(StructFormerConfig.model_type, StructFormerConfig, exist_ok=True)
-AutoModel.register(StructFormerConfig, StructFormerModel, exist_ok=True)
-AutoModelForMaskedLM.register(StructFormerConfig, StructFormerForMaskedLM, exist_ok=True)
-# A saved folder carries `auto_map` and its modeling code, so it loads where hf_structure is not installed.
-StructFormerConfig.register_for_auto_class()
-StructFormerModel.register_for_auto_class("AutoModel")
-StructFormerForMaskedLM.register_for_auto_class("AutoModelForMaskedLM")
+# The scores every unsupervised parser's card reports: the gold PTB sample's UF1 and attachment scores.
+_PARSING_CARD_METRICS = (
+    CardMetric("sentence_f1", "Sentence-level UF1", "Sentence-level unlabelled F1"),
+    CardMetric("corpus_f1", "Corpus-level UF1", "Corpus-level unlabelled F1"),
+    CardMetric("uas", "UAS", "Unlabelled attachment score (directed)"),
+    CardMetric("uuas", "UUAS", "Undirected unlabelled attachment score"),
+)
+
+register_model(
+    ModelSpec(
+        config_class=StructFormerConfig,
+        auto_classes={"AutoModel": StructFormerModel, "AutoModelForMaskedLM": StructFormerForMaskedLM},
+        parsing_class="AutoModelForMaskedLM",
+        card_template="structformer.md",
+        card_metrics=(
+            *_PARSING_CARD_METRICS,
+            CardMetric(
+                "uas_argmax",
+                "UAS (paper's argmax rule)",
+                "Unlabelled attachment score with the paper's per-word argmax heads (Eq. 18)",
+            ),
+            CardMetric(
+                "mlm_ppl_test",
+                "MLM perplexity (PTB test) ↓",
+                "Masked-LM perplexity (30% of words replaced by <mask>, seed 0)",
+                task_type="fill-mask",
+                task_name="Masked language modelling",
+                dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},
+                lower_is_better=True,
+            ),
+        ),
+        card_tags=("structformer", "unsupervised-parsing", "constituency-parsing", "dependency-parsing",
+                   "grammar-induction"),
+        # The model is an AutoModelForMaskedLM (the standard fill-mask pipeline runs on it); parsing is the custom
+        # `unsupervised-parsing` pipeline, named in the tags.
+        pipeline_tag="fill-mask",
+        datasets=("ptb_text_only",),
+        bundled=("structformer-ptb",),
+    )
+)
 
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the model classes above)
 
-__all__ = ["StructFormerConfig", "StructFormerForMaskedLM", "StructFormerModel", "__version__"]
+__all__ = [
+    "CardMetric",
+    "ModelSpec",
+    "StructFormerConfig",
+    "StructFormerForMaskedLM",
+    "StructFormerModel",
+    "__version__",
+    "model_spec",
+    "register_model",
+]

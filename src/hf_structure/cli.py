@@ -1,83 +1,196 @@
-"""The `hf-structure` command: `evaluate` parsers on a gold treebank, `parse` text into trees."""
+"""The `hf-structure` command: `parse` text into trees, `evaluate` parsers on a gold treebank.
+
+Works with any model of the package (it goes through the pipeline and the parsing contract only).
+"""
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from .baselines import BASELINES
+from .bundled import DEFAULT_MODEL
+from .evaluation.baselines import BASELINES
+
+HEAD_DECODINGS = ("argmax", "eisner", "chu-liu-edmonds")
 
 
-def _evaluate(args) -> dict:
-    from .evaluation import evaluate_baseline
+def _fail(command: str, message: str) -> SystemExit:
+    return SystemExit(f"hf-structure {command}: {message}")
 
-    if args.baseline:
-        return evaluate_baseline(args.treebank, args.baseline, args.seed)
-    from .evaluation import evaluate_model
-    from .pretrained import load_model_and_tokenizer
-    from .treebanks import read_treebank
 
-    model, tokenizer = load_model_and_tokenizer(args.model)
-    scores = {"parser": args.model, **evaluate_model(model, tokenizer, read_treebank(args.treebank), args.batch_size)}
-    if args.lm_text:
-        from .lm_eval import masked_lm_perplexity
+# ----------------------------------------------------------------------------------------------------------- parse
 
-        scores["mlm_ppl"] = round(masked_lm_perplexity(model, tokenizer, args.lm_text, seed=args.seed), 2)
-    return scores
+
+def _read_lines(path: str) -> list[str]:
+    """The lines of a UTF-8 text file (blank ones kept, for alignment), or a clear error naming the file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise _fail("parse", f"cannot read input file {path}: {error.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise _fail("parse", f"{path}:{line}: not UTF-8 text (byte {error.start}); is it a binary file?") from None
+    return text.splitlines()
+
+
+def _check_output(path: str | None, svg: str | None) -> None:
+    for target in (path, svg):
+        if target and not Path(target).resolve().parent.is_dir():
+            raise _fail("parse", f"cannot write {target}: folder {Path(target).resolve().parent} does not exist")
+
+
+def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, options: dict) -> list[dict]:
+    """One result per line: a parse, `{"words": []}` for a blank line, or `{"words": ..., "error": ...}` for a line
+    that cannot be parsed. A batch that fails is retried item by item, so one bad line never costs the others."""
+    results: list[dict | None] = [None] * len(lines)
+    pending = []
+    for index, line in enumerate(lines):
+        if not line.strip():
+            results[index] = {"words": []}
+            continue
+        item = line.split() if pretokenized else line
+        try:
+            parser.sentence_words(item, pretokenized, f"line {index + 1}")
+        except (TypeError, ValueError) as error:
+            results[index] = {"words": line.split(), "error": str(error)}
+            continue
+        pending.append((index, item))
+
+    def run(items):
+        return parser([item for _, item in items], batch_size=batch_size, is_split_into_words=pretokenized,
+                      **options)
+
+    for first in range(0, len(pending), batch_size):
+        chunk = pending[first : first + batch_size]
+        try:
+            parsed = run(chunk)
+        except (TypeError, ValueError, RuntimeError):
+            parsed = []
+            for single in chunk:
+                try:
+                    parsed.extend(run([single]))
+                except (TypeError, ValueError, RuntimeError) as error:
+                    parsed.append({"words": lines[single[0]].split(), "error": f"line {single[0] + 1}: {error}"})
+        for (index, _), result in zip(chunk, parsed):
+            results[index] = result
+    return results
+
+
+def _format(result: dict, output_format: str) -> str:
+    from .pipelines.unsupervised_parsing import conllu_text
+    from .visualization import draw_text
+
+    if output_format == "json":
+        return json.dumps(result, ensure_ascii=False) + "\n"
+    if "error" in result or not result["words"]:
+        comment = f"# error = {result['error']}\n" if "error" in result else ""
+        return comment + "\n" if output_format == "conllu" else (f"({result.get('error', '')})\n")
+    if output_format == "conllu":
+        return conllu_text(result)
+    return draw_text(result) + "\n"
 
 
 def _parse(args) -> None:
+    if args.input and args.text:
+        raise _fail("parse", "give sentences as arguments or --input FILE, not both")
+    lines = _read_lines(args.input) if args.input else list(args.text)
+    if not lines:
+        raise _fail("parse", f"no sentence in {args.input}" if args.input else "give a sentence or --input FILE")
+    _check_output(args.output, args.svg)
     from .pipelines import load_parser
 
-    if args.input:
-        try:
-            with open(args.input, encoding="utf-8") as handle:
-                lines = [line.strip() for line in handle if line.strip()]
-        except OSError as error:
-            raise SystemExit(f"hf-structure parse: cannot read input file {args.input}: {error.strerror}") from None
-    elif args.text:
-        lines = list(args.text)
-    else:
-        raise SystemExit("hf-structure parse: give a sentence or --input FILE")
-    if not lines:
-        raise SystemExit(f"hf-structure parse: no sentence in {args.input}")
     parser = load_parser(args.model)
-    inputs = [line.split() for line in lines] if args.pretokenized else lines
-    try:
-        results = parser(inputs, batch_size=args.batch_size)
-    except (TypeError, ValueError) as error:  # a bad sentence: "sentence I: ..." (I counts non-blank lines from 0)
-        raise SystemExit(f"hf-structure parse: {error}") from None
+    options = {"head_decoding": args.head_decoding} if args.head_decoding else {}
+    results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options)
+    output_format = "conllu" if args.conllu else "text" if args.draw else "json"
+    with open(args.output, "w", encoding="utf-8") if args.output else _stdout() as output:
+        for result in results:
+            output.write(_format(result, output_format))
     if args.svg:
         from .visualization import save_svg
 
-        for index, result in enumerate(results):  # OUT.svg, or OUT-1.svg, OUT-2.svg, ... for several sentences
-            save_svg(result, args.svg if len(results) == 1 else _numbered(args.svg, index + 1))
-    output = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    try:
-        for result in results:
-            if args.draw:
-                from .visualization import draw_text
+        parsed = [(number, r) for number, r in enumerate(results, 1) if r["words"] and "error" not in r]
+        for number, result in parsed:  # OUT.svg, or OUT-<line>.svg for each line when there are several
+            save_svg(result, args.svg if len(lines) == 1 else _numbered(args.svg, number))
+    failed = sum("error" in result for result in results)
+    if failed:
+        print(f"hf-structure parse: {failed} of {len(lines)} lines could not be parsed (see their `error`)",
+              file=sys.stderr)
+        if args.strict:
+            raise SystemExit(1)
 
-                output.write(draw_text(result) + "\n")
-            else:
-                output.write(json.dumps(result, ensure_ascii=False) + "\n")
-    finally:
-        if args.output:
-            output.close()
+
+class _stdout:
+    """Standard output as a context manager that is not closed."""
+
+    def __enter__(self):
+        return sys.stdout
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
 
 
 def _numbered(path: str, number: int) -> str:
     """`out.svg` -> `out-3.svg`."""
-    from pathlib import Path
-
     path = Path(path)
     return str(path.with_name(f"{path.stem}-{number}{path.suffix or '.svg'}"))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .pretrained import DEFAULT_MODEL
+# -------------------------------------------------------------------------------------------------------- evaluate
 
-    parser = argparse.ArgumentParser(prog="hf-structure", description=__doc__)
+
+def _evaluate(args) -> dict:
+    from .data.treebanks import TreebankFormatError, read_treebank
+    from .evaluation.scoring import evaluate_baseline, evaluate_model
+
+    try:
+        gold = read_treebank(args.treebank)
+    except (FileNotFoundError, TreebankFormatError) as error:
+        raise _fail("evaluate", str(error)) from None
+    if args.baseline:
+        return evaluate_baseline(args.treebank, args.baseline, args.seed)
+    from .bundled import load_model_and_tokenizer, resolve_model_path
+
+    model, tokenizer = load_model_and_tokenizer(args.model)
+    scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size)}
+    if args.lm_text:
+        from .evaluation.perplexity import masked_lm_perplexity
+
+        scores["mlm_ppl"] = round(masked_lm_perplexity(model, tokenizer, args.lm_text, seed=args.seed), 2)
+    if args.record:
+        from .hub.records import EVAL_RECORD, write_json
+
+        folder = Path(resolve_model_path(args.model))
+        record = {"dataset": args.dataset_name or str(args.treebank), **scores}
+        record.pop("parser")
+        if "mlm_ppl" in record and args.lm_text == "ptb-test":
+            record["mlm_ppl_test"] = record.pop("mlm_ppl")
+        record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
+        for baseline in record["baselines"].values():
+            baseline.pop("parser")
+        write_json(folder / EVAL_RECORD, record)
+    return scores
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hf-structure", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
+
+    parse = commands.add_parser("parse", help="parse sentences (one JSON line per input line)")
+    parse.add_argument("text", nargs="*", help="sentences to parse, one per argument (quote each), or use --input")
+    parse.add_argument("--model", default=DEFAULT_MODEL, help=f"folder, Hub id or bundled name ({DEFAULT_MODEL})")
+    parse.add_argument("--input", help="a UTF-8 file with one sentence per line (blank lines give empty results)")
+    parse.add_argument("--output", help="write here (default: standard output)")
+    parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words")
+    parse.add_argument("--head-decoding", choices=HEAD_DECODINGS, help="default: the model's own")
+    style = parse.add_mutually_exclusive_group()
+    style.add_argument("--draw", action="store_true", help="draw the trees as text instead of JSON")
+    style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON")
+    parse.add_argument("--svg", metavar="OUT.svg", help="also draw each parse as SVG (OUT-<line>.svg if several)")
+    parse.add_argument("--strict", action="store_true", help="exit with status 1 when any line fails")
+    parse.add_argument("--batch-size", type=int, default=32)
 
     evaluate = commands.add_parser("evaluate", help="score a model or a baseline on a gold treebank (one JSON line)")
     evaluate.add_argument(
@@ -87,20 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--baseline", choices=BASELINES)
     source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")
     evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for masked-LM perplexity")
+    evaluate.add_argument("--record", action="store_true",
+                          help="also write the scores (and the baselines') into the model folder's "
+                               "hf_structure_eval.json, for its model card")
+    evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--batch-size", type=int, default=64)
-
-    parse = commands.add_parser("parse", help="parse sentences into constituency trees and dependency heads")
-    parse.add_argument("text", nargs="*", help="sentences to parse, one per argument (quote each), or use --input")
-    parse.add_argument("--model", default=DEFAULT_MODEL)
-    parse.add_argument("--input", help="a file with one sentence per line")
-    parse.add_argument("--output", help="write JSON lines here (default: standard output)")
-    parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words")
-    parse.add_argument("--draw", action="store_true", help="draw the trees as text instead of JSON")
-    parse.add_argument(
-        "--svg", metavar="OUT.svg", help="also draw each parse as SVG: OUT.svg, or OUT-1.svg, OUT-2.svg, ... if several"
-    )
-    parse.add_argument("--batch-size", type=int, default=32)
     return parser
 
 
@@ -108,8 +213,6 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command == "evaluate":
         if not args.baseline and not args.model:
-            from .pretrained import DEFAULT_MODEL
-
             args.model = DEFAULT_MODEL
         print(json.dumps(_evaluate(args)))
     else:

@@ -1,55 +1,99 @@
-"""The `unsupervised-parsing` pipeline: text in, constituency tree and dependency heads out.
+"""The `unsupervised-parsing` pipeline: sentences in, one parse per sentence out, for any model with `parse`.
 
-Self-contained (imports only torch and transformers; nltk lazily, for raw-text tokenisation and `return_tree`),
-so that it travels with a pushed model folder and runs where `hf_structure` is not installed.
+The contract every hf_structure model answers: `model.parse(sentences, tokenizer, **options)` takes a batch of
+word lists and returns one dict per sentence with `words` and what the model gives of `spans` (constituents,
+0-based `[start, end)`), `heads` (1-based, 0 = root), `deprels` and `scores` (model-specific extras). A sentence
+the model cannot parse raises `ValueError`.
 
-Punctuation: the models were trained on text without punctuation, so punctuation tokens (those made only of
-`. , ; : ! ? ' " `` ( ) [ ] { } - $ #` and similar, or PTB bracket escapes like `-LRB-`) are removed before the
-model sees the sentence and put back afterwards by one rule: a punctuation token attaches to the root word in
-the dependency tree, and lies inside the smallest constituent that contains both of its neighbouring words (at the
-sentence edges, the whole sentence). `keep_punctuation=False` drops them from the output instead.
+What a model sees is its own business, stated by its config's `punctuation_policy`: `"reattach"` (the model was
+trained without punctuation: punctuation tokens are removed before the model and put back afterwards, each
+attached to the root word and lying inside the smallest constituent that contains both its neighbours) or
+`"keep"` (the default: the model sees every word). This pipeline only applies that policy.
+
+This file travels with a pushed model folder, so it imports only transformers and its sibling
+`word_tokenization.py` (raw text is split PTB-style with `re`, no nltk). Functions marked `# Copied from` are
+kept identical to their sources by `scripts/fix_copies.py` (checked by the tests).
 """
 
 import re
+import unicodedata
 
 from transformers import Pipeline
 
+from .word_tokenization import word_tokenize
+
 PUNCTUATION = re.compile(r"^(?:[.,;:!?'\"`()\[\]{}\-\u2013\u2014\u2026$#]+|-[LR][RCS]B-)$")
+HEAD_DECODINGS = ("argmax", "eisner", "chu-liu-edmonds")
 
 
 def is_punctuation(token: str) -> bool:
     return bool(PUNCTUATION.match(token))
 
 
-def bracketed(words, spans) -> str:
-    """Unlabelled bracketed string of nested spans (0-based, end exclusive) over `words`; brackets that are words
-    are written -LRB- / -RRB- as in the PTB."""
-    words = [{"(": "-LRB-", ")": "-RRB-"}.get(w, w) for w in words]
-    opens, closes = {}, {}
+# Copied from hf_structure.structs.trees.escape_brackets
+def escape_brackets(word: str) -> str:
+    """A word as it appears in a bracketed tree: round brackets become `-LRB-` / `-RRB-` (the PTB escapes), so
+    that the tree reads back with the same words (`unescape_brackets`)."""
+    return word.replace("(", "-LRB-").replace(")", "-RRB-")
+
+
+# Copied from hf_structure.structs.trees.spans_to_bracketed
+def spans_to_bracketed(words, spans) -> str:
+    """Unlabelled bracketed string, e.g. `((the (old man)) sat)`, with brackets in words escaped. Spans need not be
+    binary but must nest; length-1 spans and the whole sentence are implied."""
+    opens: dict[int, int] = {}
+    closes: dict[int, int] = {}
     for start, end in set(map(tuple, spans)):
         if end - start > 1 and (start, end) != (0, len(words)):
             opens[start] = opens.get(start, 0) + 1
             closes[end - 1] = closes.get(end - 1, 0) + 1
-    return "(" + " ".join("(" * opens.get(i, 0) + w + ")" * closes.get(i, 0) for i, w in enumerate(words)) + ")"
+    tokens = ["(" * opens.get(i, 0) + escape_brackets(word) + ")" * closes.get(i, 0) for i, word in enumerate(words)]
+    return "(" + " ".join(tokens) + ")"
 
 
-def word_tokenize(text: str) -> list[str]:
-    """PTB-style word tokenisation (nltk's Treebank tokenizer; no download needed)."""
-    try:
-        from nltk.tokenize import TreebankWordTokenizer
-    except ImportError as error:
-        raise ImportError("raw-text input needs nltk (pip install nltk); or pass pre-tokenized words") from error
-    return TreebankWordTokenizer().tokenize(text)
+class SentenceError(ValueError):
+    """A sentence that cannot be parsed; the message says why (and which item of a batch)."""
+
+
+def check_words(words, item: str = "sentence") -> list[str]:
+    """`words` as a list of strings, or a SentenceError naming the item and the bad word."""
+    if not isinstance(words, (list, tuple)):
+        raise TypeError(f"{item}: expected a list of words, got {type(words).__name__}")
+    if not words:
+        raise SentenceError(f"{item}: empty word list")
+    for position, word in enumerate(words):
+        if not isinstance(word, str):
+            raise TypeError(f"{item}: word {position} is a {type(word).__name__}, not a string")
+        if not word or any(c.isspace() for c in word):
+            raise SentenceError(f"{item}: word {position} ({word!r}) is empty or contains whitespace")
+        if any(unicodedata.category(c) == "Cc" for c in word):
+            raise SentenceError(f"{item}: word {position} ({word!r}) contains a control character")
+    return list(words)
+
+
+def split_text(text, item: str = "sentence") -> list[str]:
+    """The words of raw text (PTB-style), or a SentenceError naming the item."""
+    if not isinstance(text, str):
+        raise TypeError(f"{item}: expected a string, got {type(text).__name__}")
+    if not text.strip():
+        raise SentenceError(f"{item}: empty or whitespace-only text")
+    control = next((c for c in text if unicodedata.category(c) == "Cc" and not c.isspace()), None)
+    if control is not None:
+        raise SentenceError(f"{item}: the text contains the control character {control!r}")
+    return word_tokenize(text)
 
 
 class UnsupervisedParsingPipeline(Pipeline):
-    """Parse sentences with any `hf_structure` model that has a `parse` method.
+    """Parse sentences with any hf_structure model.
 
     Inputs: a string, a list of strings, a list of words with `is_split_into_words=True`, a list of word lists,
-    or a `datasets.Dataset` / generator (use `KeyDataset` for a column). Each output is a dict with `words`,
-    `tree` (bracketed), `spans` (0-based `[start, end)`, two or more words, whole sentence included) and `heads`
-    (1-based, 0 = root); `return_scores=True` adds `distances`/`heights` (over the words the model saw),
-    `return_tree=True` an `nltk.Tree`, and `output_format="conllu"` returns CoNLL-U text instead.
+    or a `datasets.Dataset` / generator (use `KeyDataset` for a column). A batch mixing strings and word lists is
+    rejected. Each output is a dict with `words` (the input words, or the PTB-style split of the text) and what the
+    model gives: `tree` (bracketed, brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
+    `[start, end)`, two or more words, whole sentence first) for constituents; `heads` (1-based, 0 = root) and
+    `deprels` for dependencies. Options: `head_decoding` (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`; default:
+    the model's config), `keep_punctuation=False` (drop re-attached punctuation from the output),
+    `return_scores=True` (the model's extras under `scores`), `output_format="conllu"` (CoNLL-U text).
     """
 
     _load_processor = False
@@ -60,123 +104,110 @@ class UnsupervisedParsingPipeline(Pipeline):
     def _sanitize_parameters(
         self,
         is_split_into_words=None,
+        head_decoding=None,
         keep_punctuation=None,
         return_scores=None,
-        return_tree=None,
         output_format=None,
         **kwargs,
     ):
-        preprocess, postprocess = {}, {}
+        preprocess, forward, postprocess = {}, {}, {}
         if is_split_into_words is not None:
             preprocess["is_split_into_words"] = is_split_into_words
+        if head_decoding is not None:
+            if head_decoding not in HEAD_DECODINGS:
+                raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
+            forward["head_decoding"] = head_decoding
         if keep_punctuation is not None:
             postprocess["keep_punctuation"] = keep_punctuation
         if return_scores is not None:
             postprocess["return_scores"] = return_scores
-        if return_tree is not None:
-            postprocess["return_tree"] = return_tree
         if output_format is not None:
             if output_format not in ("json", "conllu"):
                 raise ValueError(f"output_format must be 'json' or 'conllu', got {output_format!r}")
             postprocess["output_format"] = output_format
-        return preprocess, {}, postprocess
+        return preprocess, forward, postprocess
 
     def __call__(self, inputs, **kwargs):
-        # A list of words is one sentence, not a batch of one-word sentences.
-        single = bool(kwargs.get("is_split_into_words")) and isinstance(inputs, (list, tuple))
-        single = single and not any(isinstance(word, (list, tuple)) for word in inputs)  # [["a"], ["b"]]: a batch
-        if single:
-            inputs = [inputs]
-        if isinstance(inputs, list):
-            for index, item in enumerate(inputs):
-                try:
-                    self._check_sentence(item, kwargs.get("is_split_into_words", False))
-                except (TypeError, ValueError) as error:
-                    if single:
-                        raise
-                    raise type(error)(f"sentence {index}: {error}") from None
-            if kwargs.get("is_split_into_words") or (inputs and isinstance(inputs[0], list)):
-                kwargs["is_split_into_words"] = True
-                # Word lists travel wrapped so that the base class does not read them as a batch of strings.
-                inputs = [_Words(item) for item in inputs]
-        elif isinstance(inputs, str):
-            self._check_sentence(inputs, False)
-        outputs = super().__call__(inputs, **kwargs)
+        split = bool(kwargs.get("is_split_into_words"))
+        if isinstance(inputs, str):
+            self.sentence_words(inputs, split)
+            return super().__call__(inputs, **kwargs)
+        if not isinstance(inputs, (list, tuple)):
+            return super().__call__(inputs, **kwargs)  # a Dataset or generator: items are checked one by one
+        if not inputs:
+            raise ValueError("no sentence to parse: the input list is empty")
+        # A list of strings with is_split_into_words is one sentence, not a batch of one-word sentences.
+        single = split and all(isinstance(item, str) for item in inputs)
+        batch = [inputs] if single else list(inputs)
+        as_words = single or isinstance(batch[0], (list, tuple))
+        for index, item in enumerate(batch):
+            if isinstance(item, (list, tuple)) != as_words:
+                first = "word lists" if as_words else "strings"
+                raise TypeError(f"sentence {index}: a batch must be all strings or all word lists; item 0 makes it "
+                                f"{first}, item {index} is a {type(item).__name__}")
+            self.sentence_words(item, as_words, "the sentence" if single else f"sentence {index}")
+        if as_words:
+            kwargs["is_split_into_words"] = True
+            batch = [_Words(item) for item in batch]  # kept apart from a batch of strings by the base class
+        outputs = super().__call__(batch, **kwargs)
         return outputs[0] if single else outputs
 
-    def _check_sentence(self, item, split) -> tuple[list[str], list[int]]:
-        """Validate one sentence; returns its tokens and the indices of those the model sees (not punctuation)."""
-        if isinstance(item, _Words):
-            item = list(item)
-        if isinstance(item, str):
-            if split:
-                raise TypeError("is_split_into_words=True needs a list of words, got a string")
-            if not item.strip():
-                raise ValueError("empty or whitespace-only text")
-            tokens = word_tokenize(item)
-        elif isinstance(item, (list, tuple)):
-            if not item:
-                raise ValueError("empty word list")
-            for position, word in enumerate(item):
-                if not isinstance(word, str):
-                    raise TypeError(f"word {position} is a {type(word).__name__}, not a string")
-                if not word.strip() or any(c.isspace() for c in word):
-                    raise ValueError(f"word {position} ({word!r}) is empty or contains whitespace")
-            tokens = list(item)
+    def sentence_words(self, item, is_split_into_words=False, name="sentence") -> tuple[list[str], list[int]]:
+        """One sentence's words and the indices of those the model sees (its punctuation policy applied); a
+        SentenceError (a ValueError) or TypeError naming `name` when it cannot be parsed."""
+        words = check_words(item, name) if is_split_into_words or isinstance(item, list) else split_text(item, name)
+        if getattr(self.model.config, "punctuation_policy", "keep") == "reattach":
+            seen = [i for i, word in enumerate(words) if not is_punctuation(word)]
+            if not seen:
+                raise SentenceError(f"{name}: no word besides punctuation: {' '.join(words)!r}")
         else:
-            raise TypeError(f"expected a string or a list of words, got {type(item).__name__}")
-        content = [i for i, token in enumerate(tokens) if not is_punctuation(token)]
-        if not content:
-            raise ValueError(f"the sentence has no word besides punctuation: {' '.join(tokens)!r}")
-        limit = self.model.config.max_position_embeddings
-        if len(content) > limit:
-            raise ValueError(
-                f"the sentence has {len(content)} words; this model accepts at most {limit} (max_position_embeddings)"
-            )
-        return tokens, content
+            seen = list(range(len(words)))
+        return words, seen
 
     def preprocess(self, sentence, is_split_into_words=False):
-        tokens, content = self._check_sentence(sentence, is_split_into_words)
-        encoded = self.tokenizer(
-            [tokens[i] for i in content], is_split_into_words=True, return_tensors="pt", return_token_type_ids=False
+        words, seen = self.sentence_words(sentence, is_split_into_words)
+        return {"sentence": {"words": words, "seen": seen}}
+
+    def _forward(self, model_inputs, **parse_options):
+        sentences = model_inputs["sentence"]
+        batched = isinstance(sentences, list)
+        sentences = sentences if batched else [sentences]
+        parses = self.model.parse(
+            [[s["words"][i] for i in s["seen"]] for s in sentences], self.tokenizer, **parse_options
         )
-        if encoded["input_ids"].shape[1] != len(content):
-            raise ValueError("the tokenizer split a word into several tokens; this model needs one token per word")
-        return {**encoded, "tokens": tokens, "content": content}
+        if not batched:
+            return {"parse": parses[0], "sentence": sentences[0]}
+        return {"parse": parses, "sentence": sentences}
 
-    def _forward(self, model_inputs):
-        parses = self.model.parse(model_inputs["input_ids"], model_inputs["attention_mask"])
-        return {"parse": parses, "tokens": model_inputs["tokens"], "content": model_inputs["content"]}
-
-    def postprocess(self, model_outputs, keep_punctuation=True, return_scores=False, return_tree=False,
-                    output_format="json"):
-        parse, tokens, content = model_outputs["parse"], model_outputs["tokens"], model_outputs["content"]
-        if isinstance(parse, list):  # batch_size=1: the base class does not unbatch
-            parse = parse[0]
+    def postprocess(self, model_outputs, keep_punctuation=True, return_scores=False, output_format="json"):
+        parse, sentence = model_outputs["parse"], model_outputs["sentence"]
         if keep_punctuation:
-            words, position = tokens, content  # position[k]: index in `tokens` of the k-th word the model saw
+            words, position = sentence["words"], sentence["seen"]  # position[k]: index in words of the k-th seen
         else:
-            words, position = [tokens[i] for i in content], list(range(len(content)))
-        root = position[parse["heads"].index(0)] + 1
-        heads = [root] * len(words)  # punctuation attaches to the root word
-        for model_index, head in enumerate(parse["heads"]):
-            heads[position[model_index]] = 0 if head == 0 else position[head - 1] + 1
-        # A constituent over words s..e-1 covers every token between its first and last word; the root covers all.
-        spans = {(position[s], position[e - 1] + 1) for s, e in parse["spans"]}
-        spans.discard((position[0], position[-1] + 1))
-        spans = [[0, len(words)]] + sorted(map(list, spans), key=lambda span: (span[0], -span[1]))
-        result = {"words": words, "tree": bracketed(words, spans), "spans": spans, "heads": heads}
-        if return_scores:
-            result["distances"] = parse["distances"]
-            result["heights"] = parse["heights"]
-        if return_tree:
-            result["nltk_tree"] = nltk_tree(words, spans)
+            words, position = [sentence["words"][i] for i in sentence["seen"]], list(range(len(sentence["seen"])))
+        result = {"words": words}
+        if "spans" in parse:
+            # A constituent over seen words s..e-1 covers every word between its first and last; the root all.
+            spans = {(position[s], position[e - 1] + 1) for s, e in parse["spans"] if e - s > 1}
+            spans.discard((position[0], position[-1] + 1))
+            spans = [[0, len(words)]] + sorted(map(list, spans), key=lambda span: (span[0], -span[1]))
+            result["tree"] = spans_to_bracketed(words, spans)
+            result["spans"] = spans
+        if "heads" in parse:
+            root = position[parse["heads"].index(0)] + 1
+            heads = [root] * len(words)  # words the model did not see (punctuation) attach to the root word
+            for seen_index, head in enumerate(parse["heads"]):
+                heads[position[seen_index]] = 0 if head == 0 else position[head - 1] + 1
+            result["heads"] = heads
+            if "deprels" in parse:
+                deprels = ["punct"] * len(words)
+                for seen_index, deprel in enumerate(parse["deprels"]):
+                    deprels[position[seen_index]] = deprel
+                result["deprels"] = deprels
+        if return_scores and "scores" in parse:
+            result["scores"] = parse["scores"]
         if output_format == "conllu":
-            rows = [
-                f"{i + 1}\t{w}\t_\t_\t_\t_\t{h}\t{'root' if h == 0 else 'punct' if is_punctuation(w) else 'dep'}\t_\t_"
-                for i, (w, h) in enumerate(zip(words, heads))
-            ]
-            return "\n".join(rows) + "\n\n"
+            return conllu_text(result)
         return result
 
 
@@ -184,22 +215,16 @@ class _Words(list):
     """A sentence given as words (kept apart from a batch of sentences)."""
 
 
-def nltk_tree(words, spans):
-    """An `nltk.Tree` (internal nodes labelled `X`) of nested spans over `words`."""
-    import nltk
-
-    ordered = sorted((tuple(span) for span in spans if span[1] - span[0] > 1), key=lambda s: (s[0], -s[1]))
-
-    def build(start, end):
-        children, k = [], start
-        while k < end:
-            child = next(((s, e) for s, e in ordered if s == k and e <= end and (s, e) != (start, end)), None)
-            if child is None:
-                children.append(words[k])
-                k += 1
-            else:
-                children.append(build(*child))
-                k = child[1]
-        return nltk.Tree("X", children)
-
-    return build(0, len(words))
+def conllu_text(result) -> str:
+    """CoNLL-U rows (ID, FORM, HEAD, DEPREL; other columns `_`) of a parse with heads, ending in a blank line."""
+    if "heads" not in result:
+        raise ValueError("output_format='conllu' needs a model that gives dependency heads")
+    deprels = result.get("deprels") or [
+        "root" if head == 0 else "punct" if is_punctuation(word) else "dep"
+        for word, head in zip(result["words"], result["heads"])
+    ]
+    rows = [
+        f"{i + 1}\t{word}\t_\t_\t_\t_\t{head}\t{deprel}\t_\t_"
+        for i, (word, head, deprel) in enumerate(zip(result["words"], result["heads"], deprels))
+    ]
+    return "\n".join(rows) + "\n\n"

@@ -7,10 +7,12 @@ p_D(j|i) ("j is the parent of i"), which gates every self-attention head. Consti
 distances (Algorithm 1), dependency heads off p_D (Eq. 18).
 
 This file is self-contained (it imports only torch and transformers) so that a saved model folder loads with
-`trust_remote_code=True` where `hf_structure` is not installed.
+`trust_remote_code=True` where `hf_structure` is not installed. Functions marked `# Copied from` are generated from
+`hf_structure.structs` by `scripts/fix_copies.py`; a test fails when they differ.
 """
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -126,13 +128,11 @@ def dependency_distribution(
     return p_parent.masked_fill(~keep, 0.0).to(dtype)
 
 
-def distances_to_spans(distances: list[float]) -> list[tuple[int, int]]:
+# Copied from hf_structure.structs.trees.distances_to_spans
+def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
     """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
     `(start, end)` spans, end exclusive, root first, words (length-1 spans) included. Ties go to the leftmost
-    split, as `argmax` does.
-
-    Copied from `hf_structure.structures.distances_to_spans` (this file must stand alone); a test keeps them equal.
-    """
+    split, as `argmax` does."""
     spans = []
     stack = [(0, len(distances) + 1)]
     while stack:
@@ -144,6 +144,167 @@ def distances_to_spans(distances: list[float]) -> list[tuple[int, int]]:
             stack.append((split, end))
             stack.append((start, split))
     return spans
+
+
+# Copied from hf_structure.structs.decoding.eisner
+def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
+    """Best projective dependency tree of each sentence (Eisner's algorithm), batched; see the module conventions.
+
+    With `single_root`, exactly one word attaches to ROOT: ROOT may only close a span at the last word, so its only
+    arc is the one that spans the whole sentence. Uses `_eisner_backtrack`.
+    """
+    scores = scores.detach()
+    batch_size, seq_len, _ = scores.shape
+    lengths = mask.sum(-1)
+    arcs = scores.transpose(1, 2)  # arcs[b, h, d]: score of the arc h -> d
+    # Charts over pairs (h, e) of a head h and the far end e of its span, e on either side of h:
+    # complete[b, h, e]: h and its dependents between h and e (those have all their own dependents);
+    # incomplete[b, h, e]: the same with the arc h -> e, whose own dependents on the far side are still missing.
+    complete = scores.new_full(scores.shape, float("-inf"))
+    complete.diagonal(dim1=1, dim2=2).fill_(0)
+    incomplete = torch.full_like(complete, float("-inf"))
+    complete_split = torch.zeros(scores.shape, dtype=torch.long, device=scores.device)
+    incomplete_split = torch.zeros_like(complete_split)
+    for width in range(1, seq_len):
+        starts = torch.arange(seq_len - width, device=scores.device)
+        ends = starts + width
+        splits = starts[:, None] + torch.arange(width, device=scores.device)  # r in [start, end), one row a span
+        # incomplete: complete(start -> r) + complete(end -> r + 1) + the arc between start and end
+        best, arg = (complete[:, starts[:, None], splits] + complete[:, ends[:, None], splits + 1]).max(-1)
+        incomplete[:, starts, ends] = best + arcs[:, starts, ends]
+        incomplete[:, ends, starts] = best + arcs[:, ends, starts]
+        incomplete_split[:, starts, ends] = incomplete_split[:, ends, starts] = starts + arg
+        # complete to the left: incomplete(end -> r) + complete(r -> start), r in [start, end)
+        best, arg = (incomplete[:, ends[:, None], splits] + complete[:, splits, starts[:, None]]).max(-1)
+        complete[:, ends, starts] = best
+        complete_split[:, ends, starts] = starts + arg
+        # complete to the right: incomplete(start -> r) + complete(r -> end), r in (start, end]
+        best, arg = (incomplete[:, starts[:, None], splits + 1] + complete[:, splits + 1, ends[:, None]]).max(-1)
+        complete[:, starts, ends] = best
+        complete_split[:, starts, ends] = starts + 1 + arg
+        if single_root:
+            complete[:, 0, width].masked_fill_(lengths != width, float("-inf"))
+    heads = torch.zeros(batch_size, seq_len, dtype=torch.long)
+    for b, (length, complete_b, incomplete_b) in enumerate(
+        zip(lengths.tolist(), complete_split.tolist(), incomplete_split.tolist())
+    ):
+        heads[b, : length + 1] = torch.tensor(_eisner_backtrack(complete_b, incomplete_b, length))
+    return heads.to(scores.device)
+
+
+# Copied from hf_structure.structs.decoding._eisner_backtrack
+def _eisner_backtrack(complete_split: list, incomplete_split: list, length: int) -> list[int]:
+    """Heads (ROOT's 0 first) of the tree that `eisner`'s split charts of one sentence store."""
+    heads = [0] * (length + 1)
+    stack = [(0, length, True)]  # (head, far end, complete?) of the spans still to read
+    while stack:
+        head, end, is_complete = stack.pop()
+        if head == end:
+            continue
+        if is_complete:
+            split = complete_split[head][end]
+            stack += [(head, split, False), (split, end, True)]
+        else:
+            heads[end] = head
+            split = incomplete_split[head][end]
+            left, right = min(head, end), max(head, end)
+            stack += [(left, split, True), (right, split + 1, True)]
+    return heads
+
+
+# Copied from hf_structure.structs.decoding.chu_liu_edmonds
+def chu_liu_edmonds(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
+    """Best (non-projective) dependency tree of each sentence, by Chu-Liu/Edmonds; see the module conventions.
+
+    With `single_root`, every finite arc to ROOT is lowered by more than any two trees' scores can differ, so a tree
+    with one root arc beats every tree with more (the reweighting of Stanojević & Cohen 2021): the best tree found is
+    the best single-root tree whenever one exists. Computed in float64 on the CPU, one sentence at a time.
+    Uses `_max_arborescence` and `_find_cycle`.
+    """
+    heads = torch.zeros(scores.shape[:2], dtype=torch.long)
+    for b, length in enumerate(mask.sum(-1).tolist()):
+        arcs = scores[b, : length + 1, : length + 1].detach().to("cpu", torch.float64)  # sliced: a copy
+        arcs.fill_diagonal_(float("-inf"))
+        arcs[0] = float("-inf")  # ROOT takes no head
+        finite = arcs[torch.isfinite(arcs)]
+        if single_root and len(finite):
+            arcs[1:, 0] -= length * (finite.max() - finite.min()) + 1
+        heads[b, : length + 1] = _max_arborescence(arcs)
+    return heads.to(scores.device)
+
+
+# Copied from hf_structure.structs.decoding._max_arborescence
+def _max_arborescence(arcs: torch.Tensor) -> torch.Tensor:
+    """Heads of the best spanning arborescence rooted at node 0 (Chu-Liu/Edmonds, one cycle contracted per call).
+
+    `arcs[d, h]` scores h -> d, float64 with -inf for missing arcs, the diagonal and row 0 included. Every node takes
+    its best head; if that closes a cycle, the cycle becomes one node of a smaller graph whose best arborescence
+    says where the cycle is entered (breaking it there) and which of its nodes head the outside words.
+    Uses `_find_cycle` (and itself).
+    """
+    heads = arcs.argmax(-1)
+    cycle = _find_cycle(heads.tolist())
+    if not cycle:
+        return heads
+    cycle = torch.tensor(cycle)
+    on_cycle = torch.zeros(len(heads), dtype=torch.bool)
+    on_cycle[cycle] = True
+    rest = (~on_cycle).nonzero().squeeze(1)  # the other nodes, ROOT first (it is never on a cycle)
+    size = len(rest)  # the contracted cycle is node `size` of the smaller graph
+    contracted = arcs.new_full((size + 1, size + 1), float("-inf"))
+    contracted[:size, :size] = arcs[rest[:, None], rest]
+    exit_scores, exit_heads = arcs[rest[:, None], cycle].max(-1)  # best head on the cycle of each other node
+    contracted[:size, size] = exit_scores
+    # entering the cycle at v replaces v's cycle arc: gain = arc into v - v's arc on the cycle
+    entry_scores, entries = (arcs[cycle[:, None], rest] - arcs[cycle, heads[cycle]][:, None]).max(0)
+    contracted[size, :size] = entry_scores
+    sub_heads = _max_arborescence(contracted)
+    # clamp: the head index of nodes headed by the cycle is replaced by `where`, but must be a valid index first
+    heads[rest] = torch.where(sub_heads[:size] == size, cycle[exit_heads], rest[sub_heads[:size].clamp(max=size - 1)])
+    entry_head = sub_heads[size]
+    heads[cycle[entries[entry_head]]] = rest[entry_head]
+    return heads
+
+
+# Copied from hf_structure.structs.decoding._find_cycle
+def _find_cycle(heads: list[int]) -> list[int]:
+    """The nodes of one cycle of the graph node -> heads[node] (node 0, ROOT, is never on one), or [] if none."""
+    state = [0] * len(heads)  # 0: not seen, 1: on the path being walked, 2: leads to ROOT or a known cycle-free node
+    state[0] = 2
+    for start in range(1, len(heads)):
+        path, node = [], start
+        while state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = heads[node]
+        if state[node] == 1:  # the walk came back onto itself
+            return path[path.index(node) :]
+        for node in path:
+            state[node] = 2
+    return []
+
+
+def decode_heads(parent: torch.Tensor, heights: torch.Tensor, mask: torch.Tensor, method: str) -> torch.Tensor:
+    """`(B, L)` 1-based heads (0 = root, 0 at pads) from p_D. The root is the highest word in every method.
+
+    `"argmax"` is Eq. 18, each word's most probable parent, as the paper scores it: per-word decisions that may
+    form cycles. `"eisner"` / `"chu-liu-edmonds"` take the projective / non-projective maximum spanning tree over
+    log p_D with that root, so the heads always form a tree.
+    """
+    root = heights.masked_fill(~mask, float("-inf")).argmax(dim=-1)
+    if method == "argmax":
+        heads = parent.argmax(dim=-1) + 1
+        heads[torch.arange(len(root)), root] = 0
+        return heads.masked_fill(~mask, 0)
+    batch, length = mask.shape
+    # Position 0 is the artificial root; scores[b, i, j] is the score of j heading i, both shifted by one.
+    scores = torch.full((batch, length + 1, length + 1), float("-inf"), dtype=torch.float64, device=parent.device)
+    scores[:, 1:, 1:] = parent.double().clamp_min(1e-30).log()  # every arc stays possible: a tree always exists
+    scores[:, 1:, 1:].diagonal(dim1=-2, dim2=-1).fill_(float("-inf"))
+    scores[torch.arange(batch), root + 1, 0] = 0.0
+    word_mask = F.pad(mask, (1, 0), value=False)
+    decode = eisner if method == "eisner" else chu_liu_edmonds
+    return decode(scores, word_mask)[:, 1:]
 
 
 @dataclass
@@ -381,26 +542,50 @@ class StructFormerModel(StructFormerPreTrainedModel):
         )
 
     @torch.no_grad()
-    def parse(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[dict]:
-        """Parse a batch of sentences (one word per token, no special tokens).
+    def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
+        """Parse a batch of sentences given as words (the words the model sees: no punctuation).
 
-        Returns one dict per sentence: `distances` (n-1 floats), `heights` (n floats), `spans` (the binary tree's
-        constituents of two or more words, 0-based `[start, end)`, top-down), and `heads` (1-based parent of each
-        word, 0 for the root): argmax_j p_D(j|i) (Eq. 18), the root being the word of largest height.
+        Returns one dict per sentence: `words`; `spans`, the binary tree's constituents of two or more words
+        (0-based `[start, end)`, top-down) by Algorithm 1; `heads`, 1-based (0 = root) by `head_decoding` (default
+        `config.head_decoding`, see `decode_heads`); and `scores` with the sentence's `distances` (n-1) and
+        `heights` (n). Raises ValueError naming the sentence when one cannot be parsed.
         """
-        if attention_mask is None:
-            attention_mask = input_ids.ne(self.config.pad_token_id)
-        mask = attention_mask.bool()
+        method = head_decoding or self.config.head_decoding
+        limit = self.config.max_position_embeddings
+        for index, words in enumerate(sentences):
+            if not words:
+                raise ValueError(f"sentence {index}: no word")
+            if len(words) > limit:
+                raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {limit}")
+        encoded = tokenizer(
+            [list(words) for words in sentences],
+            is_split_into_words=True,
+            padding=True,
+            return_tensors="pt",
+            return_token_type_ids=False,
+        )
+        lengths = encoded["attention_mask"].sum(dim=-1).tolist()
+        for index, (words, length) in enumerate(zip(sentences, lengths)):
+            if length != len(words):
+                raise ValueError(
+                    f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
+                    "one token per word"
+                )
+        input_ids = encoded["input_ids"].to(self.device)
+        mask = encoded["attention_mask"].to(self.device).bool()
         distances, heights, parent = self.parse_scores(input_ids, mask)
+        heads = decode_heads(parent, heights, mask, method).tolist()
         results = []
-        for b, n in enumerate(mask.sum(dim=-1).tolist()):
+        for b, (words, n) in enumerate(zip(sentences, lengths)):
             sentence_distances = distances[b, : n - 1].tolist()
-            sentence_heights = heights[b, :n].tolist()
-            heads = (parent[b, :n, :n].argmax(dim=-1) + 1).tolist()
-            heads[max(range(n), key=lambda k: (sentence_heights[k], -k))] = 0
             spans = [span for span in distances_to_spans(sentence_distances) if span[1] - span[0] > 1]
             results.append(
-                {"distances": sentence_distances, "heights": sentence_heights, "spans": spans, "heads": heads}
+                {
+                    "words": list(words),
+                    "spans": spans,
+                    "heads": heads[b][:n],
+                    "scores": {"distances": sentence_distances, "heights": heights[b, :n].tolist()},
+                }
             )
         return results
 
@@ -459,9 +644,9 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             attentions=outputs.attentions,
         )
 
-    def parse(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[dict]:
+    def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
         """See `StructFormerModel.parse`."""
-        return self.structformer.parse(input_ids, attention_mask)
+        return self.structformer.parse(sentences, tokenizer, head_decoding)
 
 
 __all__ = [
@@ -469,6 +654,6 @@ __all__ = [
     "StructFormerForMaskedLM",
     "StructFormerPreTrainedModel",
     "calibrate_distances",
+    "decode_heads",
     "dependency_distribution",
-    "distances_to_spans",
 ]

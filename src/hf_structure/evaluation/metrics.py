@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from pathlib import Path
 
-from .structures import Span
+from ..structs.trees import Span
 
 EVALUATE_METRICS = Path(__file__).parent / "evaluate_metrics"
 

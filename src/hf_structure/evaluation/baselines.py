@@ -2,7 +2,7 @@
 
 import random
 
-from .structures import Span
+from ..structs.trees import Span
 
 BASELINES = ("right-branching", "left-branching", "random")
 
@@ -19,7 +19,7 @@ def left_branching(n: int) -> tuple[list[Span], list[int]]:
 
 def random_tree(n: int, rng: random.Random) -> tuple[list[Span], list[int]]:
     """A binary tree from random distances (Algorithm 1) and heads from random heights (Algorithm 2)."""
-    from .structures import distances_heights_to_tree
+    from ..structs.trees import distances_heights_to_tree
 
     spans, heads = distances_heights_to_tree([rng.random() for _ in range(n - 1)], [rng.random() for _ in range(n)])
     return [s for s in spans if s[1] - s[0] > 1], heads

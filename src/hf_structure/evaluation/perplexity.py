@@ -5,7 +5,7 @@ import math
 import torch
 from transformers import DataCollatorForLanguageModeling
 
-from .lm_data import PTB_SPLITS, ptb_lm_lines, text_file_lines
+from ..data.text import PTB_SPLITS, ptb_lm_lines, text_file_lines
 
 
 def lm_text_lines(source: str) -> list[str]:

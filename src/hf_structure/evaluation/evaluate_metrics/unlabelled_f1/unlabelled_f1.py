@@ -8,7 +8,7 @@ scoring conventions require; without it, the spans are scored as given.
 import datasets
 import evaluate
 
-from hf_structure.metrics import scored_spans, unlabelled_f1
+from hf_structure.evaluation.metrics import scored_spans, unlabelled_f1
 
 _CITATION = """@inproceedings{shen2021structformer,
   title={StructFormer: Joint Unsupervised Induction of Dependency and Constituency Structure from Masked Language Modeling},

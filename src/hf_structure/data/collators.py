@@ -1,13 +1,11 @@
-"""Pieces of masked-LM training that the scripts share: datasets of tokenised sentences and the Trainer."""
+"""Examples and batches for masked-LM training: one tokenised sentence per example, reproducibly masked batches."""
 
 import hashlib
-import math
 import os
 
 import torch
 from datasets import Dataset
-from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase, Trainer
-from transformers.trainer_pt_utils import LengthGroupedSampler
+from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
 
 
 def tokenize_sentences(lines: list[str], tokenizer: PreTrainedTokenizerBase, max_length: int) -> Dataset:
@@ -51,38 +49,3 @@ class ReproducibleMaskingCollator(DataCollatorForLanguageModeling):
         # made in this process (its per-worker seeding); ours is, so say so, or a resumed run's first batch differs.
         self._generator_pid = os.getpid()
         return super().torch_call(examples)
-
-
-class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
-    """Length-grouped batches whose order depends only on (seed, epoch), not on the global random state, so that a
-    run resumed from a checkpoint sees exactly the batches the uninterrupted run would have seen."""
-
-    def __init__(self, *args, seed: int, **kwargs):
-        super().__init__(*args, generator=torch.Generator(), **kwargs)
-        self.seed = seed
-        self.set_epoch(0)
-
-    def set_epoch(self, epoch: int) -> None:
-        self.generator.manual_seed(self.seed + epoch)
-
-
-class MaskedLMTrainer(Trainer):
-    """`Trainer` with reproducible length-grouped batches and `eval_perplexity` (= exp eval_loss) in the logs."""
-
-    def _get_train_sampler(self, train_dataset=None):
-        train_dataset = train_dataset if train_dataset is not None else self.train_dataset
-        if self.args.train_sampling_strategy != "group_by_length" or "length" not in train_dataset.column_names:
-            return super()._get_train_sampler(train_dataset)
-        return EpochSeededLengthGroupedSampler(
-            self.args.train_batch_size * self.args.gradient_accumulation_steps,
-            lengths=train_dataset["length"],
-            seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
-        )
-
-    def evaluate(self, *args, **kwargs):
-        metrics = super().evaluate(*args, **kwargs)
-        prefix = kwargs.get("metric_key_prefix", "eval")
-        if f"{prefix}_loss" in metrics:
-            metrics[f"{prefix}_perplexity"] = math.exp(min(metrics[f"{prefix}_loss"], 50.0))
-            self.log({f"{prefix}_perplexity": metrics[f"{prefix}_perplexity"]})
-        return metrics

@@ -1,4 +1,5 @@
-"""Trees and the algorithms that relate them (StructFormer Algorithms 1-3), plus format conversions.
+"""Trees and the conversions between them (StructFormer Algorithms 1-3, yields of dependency trees, bracketed
+strings, nltk trees, CoNLL-U), and the check that heads form a tree.
 
 Conventions used throughout the package:
 - a constituency tree is a list of spans `(start, end)`, 0-based, end exclusive;
@@ -8,12 +9,10 @@ Conventions used throughout the package:
 
 from collections.abc import Sequence
 
-import nltk
-
 Span = tuple[int, int]
 
 
-def distances_to_spans(distances: Sequence[float]) -> list[Span]:
+def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
     """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
     `(start, end)` spans, end exclusive, root first, words (length-1 spans) included. Ties go to the leftmost
     split, as `argmax` does."""
@@ -105,23 +104,54 @@ def is_projective(heads: Sequence[int]) -> bool:
     return True
 
 
-def spans_to_bracketed(words: Sequence[str], spans: Sequence[Span]) -> str:
-    """Unlabelled bracketed string, e.g. `((the (old man)) sat)`. Spans need not be binary but must nest; length-1
-    spans and the whole sentence are implied."""
+def escape_brackets(word: str) -> str:
+    """A word as it appears in a bracketed tree: round brackets become `-LRB-` / `-RRB-` (the PTB escapes), so
+    that the tree reads back with the same words (`unescape_brackets`)."""
+    return word.replace("(", "-LRB-").replace(")", "-RRB-")
+
+
+def unescape_brackets(word: str) -> str:
+    """The inverse of `escape_brackets` (a word that was literally `-LRB-` reads back as `(`, as in the PTB)."""
+    return word.replace("-LRB-", "(").replace("-RRB-", ")")
+
+
+def heads_to_spans(heads: Sequence[int]) -> list[Span]:
+    """The yields of a projective dependency tree: for every word, the span of the words it dominates (itself
+    included), as 0-based `(start, end)` spans, sorted outermost first. Raises ValueError for a non-projective tree,
+    whose yields are not contiguous."""
+    check_heads(heads)
+    n = len(heads)
+    lowest, highest = list(range(n)), list(range(n))
+    size = [1] * n
+    for word in range(n):  # every word extends the yields of all its ancestors
+        node = heads[word]
+        while node != 0:
+            lowest[node - 1] = min(lowest[node - 1], word)
+            highest[node - 1] = max(highest[node - 1], word)
+            size[node - 1] += 1
+            node = heads[node - 1]
+    spans = {(lowest[i], highest[i] + 1) for i in range(n)}
+    if any(highest[i] + 1 - lowest[i] != size[i] for i in range(n)):
+        raise ValueError("the dependency tree is not projective: a word's yield has a gap")
+    return sorted(spans, key=lambda span: (span[0], -span[1]))
+
+
+def spans_to_bracketed(words, spans) -> str:
+    """Unlabelled bracketed string, e.g. `((the (old man)) sat)`, with brackets in words escaped. Spans need not be
+    binary but must nest; length-1 spans and the whole sentence are implied."""
     opens: dict[int, int] = {}
     closes: dict[int, int] = {}
-    for start, end in set(spans):
+    for start, end in set(map(tuple, spans)):
         if end - start > 1 and (start, end) != (0, len(words)):
             opens[start] = opens.get(start, 0) + 1
             closes[end - 1] = closes.get(end - 1, 0) + 1
-    tokens = [
-        "(" * opens.get(i, 0) + word + ")" * closes.get(i, 0) for i, word in enumerate(words)
-    ]
+    tokens = ["(" * opens.get(i, 0) + escape_brackets(word) + ")" * closes.get(i, 0) for i, word in enumerate(words)]
     return "(" + " ".join(tokens) + ")"
 
 
 def bracketed_to_spans(text: str) -> tuple[list[str], list[Span]]:
-    """Words and spans (of two or more words, whole sentence included) of an unlabelled bracketed string."""
+    """Words (brackets unescaped) and spans (of two or more words, whole sentence included) of an unlabelled
+    bracketed string."""
     words: list[str] = []
     spans: list[Span] = []
     starts: list[int] = []
@@ -135,18 +165,20 @@ def bracketed_to_spans(text: str) -> tuple[list[str], list[Span]]:
             if len(words) - start > 1:
                 spans.append((start, len(words)))
         else:
-            words.append(token)
+            words.append(unescape_brackets(token))
     if starts:
         raise ValueError(f"unbalanced brackets: {len(starts)} '(' never closed in {text!r}")
     return words, sorted(set(spans), key=lambda s: (s[0], -s[1]))
 
 
-def spans_to_nltk_tree(words: Sequence[str], spans: Sequence[Span], label: str = "X") -> nltk.Tree:
+def spans_to_nltk_tree(words: Sequence[str], spans: Sequence[Span], label: str = "X"):
     """An `nltk.Tree` whose internal nodes (labelled `label`) are the spans of two or more words."""
+    import nltk
+
     _, nested = bracketed_to_spans(spans_to_bracketed(words, spans))
     ordered = sorted(nested, key=lambda s: (s[0], -s[1]))
 
-    def build(start: int, end: int) -> nltk.Tree:
+    def build(start: int, end: int):
         children, k = [], start
         while k < end:
             child = next(((s, e) for s, e in ordered if s == k and e <= end and (s, e) != (start, end)), None)
@@ -161,7 +193,7 @@ def spans_to_nltk_tree(words: Sequence[str], spans: Sequence[Span], label: str =
     return build(0, len(words))
 
 
-def nltk_tree_to_spans(tree: nltk.Tree) -> tuple[list[str], list[Span]]:
+def nltk_tree_to_spans(tree) -> tuple[list[str], list[Span]]:
     """Words (leaves) and spans of two or more words (whole sentence included) of an `nltk.Tree`."""
     spans: list[Span] = []
 

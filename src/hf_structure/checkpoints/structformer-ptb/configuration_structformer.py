@@ -9,6 +9,8 @@ AUTO_MAP = {
     "AutoModelForMaskedLM": "modeling_structformer.StructFormerForMaskedLM",
 }
 
+HEAD_DECODINGS = ("eisner", "chu-liu-edmonds", "argmax")
+
 
 def _installed_pipeline_registered() -> bool:
     from transformers.pipelines import PIPELINE_REGISTRY
@@ -39,6 +41,11 @@ class StructFormerConfig(PretrainedConfig):
         calibration_scope: over what the largest calibration margin (App. A.2) is taken in training:
             `"sentence"` (as the paper writes it) or `"batch"` (one maximum over the batch, as the authors' code
             does). Evaluation and parsing always calibrate per sentence, so a parse never depends on its batch.
+        head_decoding: how `parse` turns p_D into dependency heads: `"eisner"` (projective maximum spanning tree
+            over log p_D, the highest word as root), `"chu-liu-edmonds"` (the non-projective one), or `"argmax"`
+            (Eq. 18 per word, as the paper scores it; the heads may then contain cycles).
+        punctuation_policy: `"reattach"`: the model was trained without punctuation, so the pipeline removes
+            punctuation before the model sees a sentence and re-attaches it afterwards; `"keep"`: it sees every word.
         layer_norm_eps: epsilon of the layer norms.
         initializer_range: embeddings are initialised uniform(-initializer_range, initializer_range).
     """
@@ -60,6 +67,8 @@ class StructFormerConfig(PretrainedConfig):
         relations=("parent", "dependent"),
         relation_weight_activation="softmax",
         calibration_scope="sentence",
+        head_decoding="chu-liu-edmonds",
+        punctuation_policy="reattach",
         layer_norm_eps=1e-5,
         initializer_range=0.1,
         pad_token_id=0,
@@ -80,6 +89,10 @@ class StructFormerConfig(PretrainedConfig):
             )
         if calibration_scope not in ("sentence", "batch"):
             raise ValueError(f"calibration_scope must be 'sentence' or 'batch', got {calibration_scope!r}")
+        if head_decoding not in HEAD_DECODINGS:
+            raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
+        if punctuation_policy not in ("reattach", "keep"):
+            raise ValueError(f"punctuation_policy must be 'reattach' or 'keep', got {punctuation_policy!r}")
         if parser_conv_size % 2 != 1:
             raise ValueError(f"parser_conv_size must be odd (same padding), got {parser_conv_size}")
         self.vocab_size = vocab_size
@@ -95,6 +108,8 @@ class StructFormerConfig(PretrainedConfig):
         self.relations = list(relations)
         self.relation_weight_activation = relation_weight_activation
         self.calibration_scope = calibration_scope
+        self.head_decoding = head_decoding
+        self.punctuation_policy = punctuation_policy
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.mask_token_id = mask_token_id

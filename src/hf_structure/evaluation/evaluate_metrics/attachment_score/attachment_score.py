@@ -7,7 +7,7 @@ score (e.g. punctuation already removed).
 import datasets
 import evaluate
 
-from hf_structure.metrics import attachment_scores
+from hf_structure.evaluation.metrics import attachment_scores
 
 
 class AttachmentScore(evaluate.Metric):

@@ -13,10 +13,11 @@ from transformers import (
 )
 from transformers.trainer_utils import get_last_checkpoint
 
-from .lm_data import ptb_lm_lines, text_file_lines
-from .models.structformer import StructFormerConfig, StructFormerForMaskedLM
-from .tokenization import build_word_tokenizer
-from .training import MaskedLMTrainer, ReproducibleMaskingCollator, tokenize_sentences
+from ..data.text import ptb_lm_lines, text_file_lines
+from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
+from ..data.tokenization import build_word_tokenizer
+from ..data.collators import ReproducibleMaskingCollator, tokenize_sentences
+from .trainer import MaskedLMTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def _split_lines(data_args: DataTrainingArguments) -> tuple[list[str], list[str]
 def model_and_tokenizer_for_training(model_args: ModelArguments):
     """A saved model and its tokenizer, or a new model over a word vocabulary built from the PTB train split."""
     if model_args.model_name_or_path:
-        from .pretrained import resolve_model_path
+        from ..bundled import resolve_model_path
 
         path = resolve_model_path(model_args.model_name_or_path)
         model = AutoModelForMaskedLM.from_pretrained(path)
@@ -120,6 +121,32 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
     return StructFormerForMaskedLM(config), tokenizer
 
 
+def write_training_record(output_dir: str, trainer, wall_time_s: float, resumed_from: str | None) -> None:
+    """The output folder's `hf_structure_training.json` (see `hf_structure.hub.records`), so that the saved model
+    can be published with a card that states how it was trained."""
+    import platform
+    import shlex
+    import sys
+
+    import torch
+
+    from ..hub.records import TRAINING_RECORD, write_json
+
+    command = "python " + " ".join(shlex.quote(argument) for argument in sys.argv)
+    cpu = platform.processor() or platform.machine()
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"{torch.get_num_threads()} CPU threads"
+    record = {
+        "command": command,
+        "wall_time_s": round(wall_time_s, 1),
+        "machine": f"{device} ({cpu}), torch {torch.__version__}",
+        "steps": trainer.state.global_step,
+        "epochs": round(trainer.state.epoch or 0.0, 2),
+    }
+    if resumed_from:
+        record["notes"] = f"resumed from {resumed_from}; wall_time_s counts the last process only"
+    write_json(os.path.join(output_dir, TRAINING_RECORD), record)
+
+
 def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: TrainingArguments):
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
@@ -142,7 +169,7 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
 
     callbacks = []
     if data_args.treebank_dir:
-        from .evaluation import ParsingEvaluationCallback
+        from ..evaluation.callbacks import ParsingEvaluationCallback
 
         callbacks.append(ParsingEvaluationCallback(data_args.treebank_dir, tokenizer))
     # `<unk>` and `<pad>` are special tokens, so the collator never masks nor predicts them.
@@ -171,6 +198,8 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
                 logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
         result = trainer.train(resume_from_checkpoint=checkpoint)
         trainer.save_model()
+        if trainer.is_world_process_zero():
+            write_training_record(training_args.output_dir, trainer, result.metrics["train_runtime"], checkpoint)
         trainer.log_metrics("train", result.metrics)
         trainer.save_metrics("train", result.metrics)
         trainer.save_state()

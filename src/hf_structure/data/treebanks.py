@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nltk
 
-from .structures import Span, check_heads
+from ..structs.trees import Span, check_heads
 
 PUNCTUATION_TAGS = frozenset({"''", "``", ",", ".", ":", "-LRB-", "-RRB-", "#", "$"})
 EVALUATED_LABELS = ("NP", "VP", "PP", "SBAR", "ADJP", "ADVP")
@@ -31,7 +31,7 @@ class GoldSentence:
     stripped; all labels of a collapsed unary chain). `heads` (1-based over `words`, 0 = root) when a dependency
     file was read: heads that were punctuation are walked up to the nearest non-punctuation ancestor, so a tree
     whose root is punctuation (e.g. `$` in a few WSJ sentences) gives several root words, as the reference scorer
-    counts them; `source` is `file:line`.
+    counts them; `deprels` when the gold has dependency labels (CoNLL-U); `source` is `file:line`.
     """
 
     words: list[str]
@@ -39,6 +39,7 @@ class GoldSentence:
     spans: set[Span]
     labelled_spans: dict[Span, set[str]] = field(default_factory=dict)
     heads: list[int] | None = None
+    deprels: list[str] | None = None
     source: str = ""
 
 
@@ -194,7 +195,9 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
     from the `.mrg` tree's raises a TreebankFormatError naming both places.
     """
     directory = Path(directory)
-    if directory.is_file() and directory.suffix == ".conllu":
+    if not directory.exists():
+        raise FileNotFoundError(f"treebank not found: {directory}")
+    if directory.suffix == ".conllu":
         return read_conllu_gold(directory)
     mrg_dir, dp_dir = directory / "mrg", directory / "dp"
     if not mrg_dir.is_dir():
@@ -234,7 +237,10 @@ def read_conllu(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"CoNLL-U file not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise TreebankFormatError(f"{path}: not UTF-8 text (byte {error.start})") from None
     sentences = []
     line = 1
     for block in text.split("\n\n"):
@@ -242,6 +248,12 @@ def read_conllu(path: str | Path) -> list[dict]:
         line += block.count("\n") + 2
         if not block.strip():
             continue
+        for offset, row in enumerate(block.lstrip("\n").split("\n")):
+            if row and not row.startswith("#") and len(row.split("\t")) != 10:
+                raise TreebankFormatError(
+                    f"{path}:{block_line + offset}: expected 10 tab-separated columns, got {len(row.split(chr(9)))}: "
+                    f"{row[:60]!r}"
+                )
         try:
             (sentence,) = conllu.parse(block.strip("\n") + "\n\n")
         except Exception as error:  # conllu raises several exception types for malformed rows
@@ -281,13 +293,14 @@ def read_conllu_gold(path: str | Path) -> list[GoldSentence]:
     for sentence in read_conllu(path):
         if all(tag == "PUNCT" for tag in sentence["upos"]):
             continue
-        kept = [(w, t) for w, t in zip(sentence["words"], sentence["upos"]) if t != "PUNCT"]
+        kept = [i for i, t in enumerate(sentence["upos"]) if t != "PUNCT"]
         sentences.append(
             GoldSentence(
-                words=[w for w, _ in kept],
-                tags=[t for _, t in kept],
+                words=[sentence["words"][i] for i in kept],
+                tags=[sentence["upos"][i] for i in kept],
                 spans=set(),
                 heads=content_heads(sentence["upos"], sentence["heads"], frozenset({"PUNCT"})),
+                deprels=[sentence["deprels"][i] for i in kept],
                 source=f"{path}:{sentence['id']}",
             )
         )

@@ -1,0 +1,1 @@
+"""Data: gold treebanks, raw training text, word tokenizers and the masked-LM collator."""

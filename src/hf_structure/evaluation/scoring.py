@@ -1,0 +1,101 @@
+"""Scoring parsers (models or baselines) on a gold treebank.
+
+A model is scored through the parsing contract only (`model.parse(words, tokenizer)`), on the gold sentences'
+scored words (punctuation already removed, as the scoring conventions of the data README require).
+"""
+
+from collections.abc import Sequence
+
+import torch
+
+from ..data.treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
+from ..structs.trees import check_heads
+from .baselines import baseline_parses
+from .metrics import attachment_scores, label_recall, scored_spans, unlabelled_f1
+
+
+def _is_tree(heads: Sequence[int]) -> bool:
+    try:
+        check_heads(heads)
+    except ValueError:
+        return False
+    return True
+
+
+def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: str = "") -> dict:
+    """The evaluation JSON of a parser: `sentences`; with predicted and gold constituents `sentence_f1`,
+    `corpus_f1`, `recall_<LABEL>`; with predicted and gold heads `uas`, `uuas`, `valid_trees` (share of sentences
+    whose heads form a tree with one root), and `las` when both sides have dependency labels. Percentages rounded to
+    2 decimals. `parses` are contract dicts (`spans`, `heads`, `deprels`, each optional); `suffix` is appended to
+    every score's key (e.g. `_argmax`)."""
+    if len(parses) != len(gold):
+        raise ValueError(f"{len(parses)} parses for {len(gold)} gold sentences")
+    scores = {}
+    if any(g.spans for g in gold) and all("spans" in p for p in parses):
+        predicted = [scored_spans(map(tuple, p["spans"]), len(g.words)) for p, g in zip(parses, gold)]
+        scores.update(unlabelled_f1(predicted, [g.spans for g in gold]))
+        recall = label_recall(predicted, [g.labelled_spans for g in gold], EVALUATED_LABELS)
+        scores.update({f"recall_{label}": value for label, value in recall.items()})
+    if all(g.heads is not None for g in gold) and all("heads" in p for p in parses):
+        labelled = all(g.deprels is not None for g in gold) and all("deprels" in p for p in parses)
+        scores.update(
+            attachment_scores(
+                [p["heads"] for p in parses],
+                [g.heads for g in gold],
+                [p["deprels"] for p in parses] if labelled else None,
+                [g.deprels for g in gold] if labelled else None,
+            )
+        )
+        scores["valid_trees"] = sum(_is_tree(p["heads"]) for p in parses) / len(parses)
+    return {"sentences": len(gold), **{f"{key}{suffix}": round(100 * value, 2) for key, value in scores.items()}}
+
+
+def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
+    gold = read_treebank(treebank)
+    parses = [{"spans": spans, "heads": heads} for spans, heads in baseline_parses(name, [len(g.words) for g in gold], seed)]
+    return {"parser": name, **score_parses(gold, parses)}
+
+
+@torch.no_grad()
+def parse_word_lists(model, tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64, **options) -> list:
+    """`model.parse` over pre-split sentences, batched by length; results in input order. `options` go to `parse`
+    (e.g. `head_decoding`)."""
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    results: list[dict | None] = [None] * len(sentences)
+    was_training = model.training
+    model.eval()
+    try:
+        for first in range(0, len(order), batch_size):
+            indices = order[first : first + batch_size]
+            try:
+                parsed = model.parse([list(sentences[i]) for i in indices], tokenizer, **options)
+            except ValueError:  # the message counts within the batch: find the sentence and name it
+                for index in indices:
+                    try:
+                        model.parse([list(sentences[index])], tokenizer, **options)
+                    except ValueError as error:
+                        raise ValueError(f"sentence {index} ({' '.join(sentences[index])[:80]!r}): {error}") from None
+                raise
+            for index, parse in zip(indices, parsed):
+                results[index] = parse
+    finally:
+        model.train(was_training)
+    return results
+
+
+def alternative_decodings(model) -> list[str]:
+    """The head decodings a model's evaluation also reports (`uas_argmax` ...): the paper's `argmax` rule when the
+    model decodes heads some other way by default."""
+    default = getattr(model.config, "head_decoding", None)
+    return ["argmax"] if default not in (None, "argmax") else []
+
+
+def evaluate_model(model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64) -> dict:
+    """Scores with the model's default decoding, plus `<score>_argmax` for each alternative decoding."""
+    words = [g.words for g in gold]
+    scores = score_parses(gold, parse_word_lists(model, tokenizer, words, batch_size))
+    for method in alternative_decodings(model):
+        parses = parse_word_lists(model, tokenizer, words, batch_size, head_decoding=method)
+        alternative = score_parses(gold, [{"heads": p["heads"]} for p in parses], suffix=f"_{method}")
+        scores.update({key: value for key, value in alternative.items() if key != "sentences"})
+    return scores

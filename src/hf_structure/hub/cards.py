@@ -1,0 +1,103 @@
+"""Model cards: rendered from the model type's template with every number read from the checkpoint's records."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..registry import ModelSpec, model_spec
+from .records import load_eval_record, load_training_record, read_json
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+DEFAULT_DATASET_ID = "ptb-wsj-sample"
+
+
+def eval_results_list(record: dict, spec: ModelSpec):
+    """The `huggingface_hub.EvalResult`s (model-index entries) of an evaluation record."""
+    from huggingface_hub import EvalResult
+
+    entries = []
+    for metric in spec.card_metrics:
+        dataset = metric.dataset or {
+            "type": record.get("dataset_id", DEFAULT_DATASET_ID),
+            "name": record["dataset"],
+            "split": record.get("dataset_split"),
+        }
+        entries.append(
+            EvalResult(
+                task_type=metric.task_type,
+                task_name=metric.task_name,
+                dataset_type=dataset["type"],
+                dataset_name=dataset["name"],
+                dataset_split=dataset.get("split"),
+                metric_type=metric.key,
+                metric_name=metric.description,
+                metric_value=record[metric.key],
+            )
+        )
+    return entries
+
+
+def _cell(value) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def results_table(record: dict, spec: ModelSpec) -> str:
+    """Markdown table: the model beside the record's baselines, one row per card metric."""
+    baselines = list(record.get("baselines", {}))
+    header = "| metric | this model | " + " | ".join(baselines) + (" |" if baselines else "")
+    rule = "|---|---:|" + "---:|" * len(baselines)
+    rows = [
+        f"| {metric.label} | **{_cell(record[metric.key])}** |"
+        + "".join(f" {_cell(record['baselines'][b].get(metric.key))} |" for b in baselines)
+        for metric in spec.card_metrics
+    ]
+    return "\n".join([header, rule, *rows])
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
+
+
+def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, template_path=None):
+    """The `huggingface_hub.ModelCard` (README.md) of a checkpoint folder. The template is the model type's
+    (`ModelSpec.card_template`); the name is the repo id's last part, else the folder's name, and code snippets
+    name `repo_id`, else `<org>/<name>` for the user to replace."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+    from .. import __version__
+
+    model_dir = Path(model_dir)
+    config = read_json(model_dir / "config.json")
+    spec = model_spec(config.get("model_type"))
+    template_path = Path(template_path) if template_path else TEMPLATES_DIR / spec.card_template
+    if not template_path.is_file():
+        raise FileNotFoundError(f"model card template {template_path} not found")
+    record = load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics))
+    training = load_training_record(model_dir)
+    model_name = repo_id.split("/")[-1] if repo_id else model_dir.name
+    card_data = ModelCardData(
+        model_name=model_name,
+        language="en",
+        license="apache-2.0",
+        library_name="transformers",
+        pipeline_tag=spec.pipeline_tag,
+        tags=[*spec.card_tags, "custom_code"],
+        datasets=list(spec.datasets) or None,
+        metrics=[metric.key for metric in spec.card_metrics],
+        eval_results=eval_results_list(record, spec),
+    )
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(template_path),
+        model_name=model_name,
+        repo_id=repo_id or f"<org>/{model_name}",
+        config=config,
+        eval=record,
+        results_table=results_table(record, spec),
+        training=training,
+        wall_time=_duration(float(training["wall_time_s"])),
+        hf_structure_version=__version__,
+    )

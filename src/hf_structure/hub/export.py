@@ -1,0 +1,114 @@
+"""The folder that goes to the Hub, and the upload.
+
+The folder holds the weights, `config.json` (with `auto_map` and `custom_pipelines`), the model's code and the
+pipeline's code (each self-contained, so it loads with `trust_remote_code=True` where hf_structure is not
+installed), the tokenizer, both records (`hf_structure.hub.records`) and the rendered model card.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..registry import model_spec
+from .cards import render_model_card
+from .records import EVAL_RECORD, TRAINING_RECORD, load_eval_record, load_training_record, read_json, write_json
+
+TASK = "unsupervised-parsing"
+PIPELINE_FILES = ("unsupervised_parsing.py", "word_tokenization.py")
+REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "README.md", EVAL_RECORD,
+                  TRAINING_RECORD, *PIPELINE_FILES)
+
+
+
+def export_model_folder(
+    model_dir: str | os.PathLike, out_dir: str | os.PathLike, repo_id: str | None = None
+) -> Path:
+    """Write the folder that goes to the Hub: weights, config (auto_map + custom_pipelines), modeling, configuration
+    and pipeline code, tokenizer, README.md model card and the two records. `model_dir` is a checkpoint folder or a
+    bundled model name. Returns `out_dir`."""
+    from transformers import pipeline
+
+    from ..bundled import load_model_and_tokenizer, resolve_model_path
+
+    model_dir = Path(resolve_model_path(str(model_dir)))
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{model_dir} is not a checkpoint folder (no config.json) nor a bundled model name")
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise FileExistsError(f"{out_dir} is not empty")
+    # Read the records first: a checkpoint without them is not published.
+    spec = model_spec(read_json(model_dir / "config.json").get("model_type"))
+    load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics))
+    load_training_record(model_dir)
+
+    model, tokenizer = load_model_and_tokenizer(str(model_dir))
+    parser = pipeline(TASK, model=model, tokenizer=tokenizer)
+    parser.save_pretrained(out_dir)  # model + code files + custom_pipelines + the pipeline file + tokenizer
+
+    config = read_json(out_dir / "config.json")
+    task_info = config.get("custom_pipelines", {}).get(TASK)
+    if task_info is None:
+        raise RuntimeError(f"the saved config.json has no custom_pipelines entry for {TASK!r}")
+    # The registered default names the bundled folder on this machine; on the Hub the repo is its own default.
+    if repo_id:
+        task_info["default"] = {"model": [repo_id, None]}
+    else:
+        task_info.pop("default", None)
+    write_json(out_dir / "config.json", config, sort_keys=True)
+
+    # transformers 5 saves how this process loaded the tokenizer (`is_local`, `local_files_only`, which follows
+    # HF_HUB_OFFLINE); that is state of this machine, not of the tokenizer, so it is left out of the upload.
+    tokenizer_config = read_json(out_dir / "tokenizer_config.json")
+    for key in ("is_local", "local_files_only"):
+        tokenizer_config.pop(key, None)
+    write_json(out_dir / "tokenizer_config.json", tokenizer_config)
+
+    for name in (EVAL_RECORD, TRAINING_RECORD):
+        shutil.copyfile(model_dir / name, out_dir / name)
+    render_model_card(model_dir, repo_id=repo_id).save(out_dir / "README.md")
+    check_export(out_dir)
+    return out_dir
+
+
+def check_export(folder: str | os.PathLike) -> None:
+    """Raise when an exported folder lacks a file or config entry that loading from the Hub needs."""
+    folder = Path(folder)
+    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+    if missing:
+        raise RuntimeError(f"{folder} lacks {missing}")
+    config = read_json(folder / "config.json")
+    auto_map = config.get("auto_map", {})
+    spec = model_spec(config.get("model_type"))
+    for auto_class in ("AutoConfig", *spec.auto_classes):
+        module = auto_map.get(auto_class, "").split(".")[0]
+        if not (folder / f"{module}.py").is_file():
+            raise RuntimeError(f"config.json auto_map[{auto_class!r}] = {auto_map.get(auto_class)!r}: no code file")
+    impl = config.get("custom_pipelines", {}).get(TASK, {}).get("impl", "")
+    if not (folder / f"{impl.split('.')[0]}.py").is_file():
+        raise RuntimeError(f"config.json custom_pipelines[{TASK!r}].impl = {impl!r}: no code file")
+
+
+def push_model(
+    model_dir: str | os.PathLike,
+    repo_id: str,
+    private: bool = False,
+    dry_run_dir: str | os.PathLike | None = None,
+    api=None,
+    token: str | None = None,
+    commit_message: str = "Upload model (hf_structure)",
+):
+    """Export `model_dir` and upload it to `repo_id` (created if needed). With `dry_run_dir`, write the folder that
+    would be uploaded there and contact nothing (returns that path); otherwise returns `upload_folder`'s result."""
+    if dry_run_dir is not None:
+        return export_model_folder(model_dir, dry_run_dir, repo_id=repo_id)
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+    with tempfile.TemporaryDirectory(prefix="hf_structure_push_") as folder:
+        export_model_folder(model_dir, folder, repo_id=repo_id)
+        api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
+        return api.upload_folder(repo_id=repo_id, folder_path=folder, repo_type="model", commit_message=commit_message)

@@ -1,0 +1,1 @@
+"""Training through `Trainer`: the masked-LM trainer and the library side of `scripts/run_mlm.py`."""

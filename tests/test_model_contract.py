@@ -1,0 +1,107 @@
+"""A model defined outside the package (tests/tiny_parser.py, with its own config) goes through the pipeline, the
+CLI's `parse` and `evaluate`, and a Hub export without any change to shared code: one `register_model` call."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+sys.path.insert(0, str(TESTS))
+
+from tiny_parser import TinyParserConfig, TinyParserModel  # noqa: E402
+
+from hf_structure import CardMetric, ModelSpec, register_model  # noqa: E402
+from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
+
+SENTENCES = ["the dog ran .", "a man sat on the bench"]
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    register_model(
+        ModelSpec(
+            config_class=TinyParserConfig,
+            auto_classes={"AutoModel": TinyParserModel},
+            parsing_class="AutoModel",
+            card_template=str(TESTS / "fixtures" / "tiny_card.md"),
+            card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),
+                          CardMetric("las", "LAS", "Labelled attachment score")),
+            card_tags=("dependency-parsing",),
+        )
+    )
+    import torch
+
+    folder = tmp_path_factory.mktemp("tiny")
+    tokenizer = build_word_tokenizer(SENTENCES)
+    torch.manual_seed(0)
+    TinyParserModel(TinyParserConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)).save_pretrained(
+        folder
+    )
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_the_pipeline_serves_a_new_model_and_applies_its_punctuation_policy(tiny_folder):
+    from transformers import pipeline
+
+    parser = pipeline("unsupervised-parsing", model=str(tiny_folder))
+    result = parser("the dog ran.")
+    assert result["words"] == ["the", "dog", "ran", "."]
+    assert len(result["heads"]) == 4 and result["heads"][0] == 0  # policy "keep": the model saw the period
+    assert result["deprels"] == ["root", "dep", "dep", "dep"]
+    assert "spans" not in result and "tree" not in result  # the model gives no constituents
+    batch = parser([["a", "man"], ["the", "dog", "ran"]], batch_size=2)
+    assert [len(r["heads"]) for r in batch] == [2, 3]
+
+
+def test_cli_parse_and_evaluate_a_new_model(tiny_folder, tmp_path, capsys):
+    from hf_structure import cli
+
+    (tmp_path / "in.txt").write_text("the dog ran .\n\na man sat\n")
+    cli.main(["parse", "--model", str(tiny_folder), "--pretokenized", "--input", str(tmp_path / "in.txt"),
+              "--output", str(tmp_path / "out.jsonl")])
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [line["words"] for line in lines] == [["the", "dog", "ran", "."], [], ["a", "man", "sat"]]
+    assert set(lines[0]) == {"words", "heads", "deprels"}
+
+    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(TESTS / "fixtures" / "tiny.conllu"),
+              "--record", "--dataset-name", "two sentences"])
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["sentences"] == 2 and scores["valid_trees"] == 100.0
+    assert {"uas", "uuas", "las"} <= set(scores) and "sentence_f1" not in scores and "uas_argmax" not in scores
+    assert scores["las"] <= scores["uas"]
+    record = json.loads((tiny_folder / "hf_structure_eval.json").read_text())
+    assert record["dataset"] == "two sentences" and record["uas"] == scores["uas"]
+
+
+def test_a_new_model_exports_with_its_own_card_and_loads_as_remote_code(tiny_folder, tmp_path):
+    from hf_structure import cli
+    from hf_structure.hub import TRAINING_RECORD, export_model_folder
+    from hf_structure.hub.records import write_json
+
+    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(TESTS / "fixtures" / "tiny.conllu"),
+              "--record"])
+    write_json(tiny_folder / TRAINING_RECORD, {"command": "python train_tiny.py", "wall_time_s": 60, "machine": "x",
+                                               "steps": 1, "epochs": 1})
+    out = export_model_folder(tiny_folder, tmp_path / "export", repo_id="org/tiny")
+    card = (out / "README.md").read_text()
+    assert "# tiny" in card and 'AutoModel.from_pretrained("org/tiny"' in card and "| LAS |" in card
+    assert (out / "tiny_parser.py").is_file() and (out / "unsupervised_parsing.py").is_file()
+    # Where neither hf_structure nor nltk can be imported, the folder parses through its own remote code.
+    code = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('hf_structure', 'nltk', 'tiny_parser'):
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+from transformers import pipeline
+parser = pipeline(model={str(out)!r}, trust_remote_code=True)
+print(parser('the dog ran.')['words'])
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "['the', 'dog', 'ran', '.']"
