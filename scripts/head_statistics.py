@@ -4,7 +4,7 @@ Prints, per model: UAS, the share of all words (the root included in the count) 
 (`words_with_head_on_left`; the training log's `parse_head_on_left`, `metrics.left_head_share`, counts attached
 words only), the share of arcs predicted in the reverse direction of a gold arc, UAS by the dependent's gold POS
 (two-letter prefix) and the POS of predicted heads.
-Used to compare the head conventions that different training recipes settle on (README, "What we tried").
+Used to compare the head conventions that different training recipes settle on (docs/structformer-ptb-training/README.md, "Runs before the bundled one").
 
     python scripts/head_statistics.py structformer-ptb runs/other-model --treebank ../shared/data/ptb-sample/dev --limit 600
 """

@@ -9,13 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from hf_structure.baselines import baseline_parses, left_branching, right_branching
+from hf_structure.evaluation.baselines import baseline_parses, left_branching, right_branching
 from hf_structure.cli import main
-from hf_structure.evaluation import evaluate_baseline, score_parses
-from hf_structure.structures import check_heads
-from hf_structure.treebanks import read_treebank
+from hf_structure.evaluation.scoring import evaluate_baseline, score_parses as score_pairs
+from hf_structure.structs.trees import check_heads
+from hf_structure.data.treebanks import read_treebank
 
 ROOT = Path(__file__).parents[1]
+
+
+def score_parses(gold, pairs):
+    """`score_parses` over (spans, heads) pairs, as the baselines give them."""
+    return score_pairs(gold, [{"spans": spans, "heads": heads} for spans, heads in pairs])
+
 
 # Two sentences. Gold spans (no single words, no whole sentence) and heads over the scored words:
 #   A "The old man sat on the bench":  NP(0,3) VP(3,7) PP(4,7) NP(5,7);   heads [3, 3, 4, 0, 4, 7, 5]
@@ -47,6 +53,7 @@ HAND_RIGHT_BRANCHING = {
     "recall_SBAR": 100.0,
     "uas": 15.38,
     "uuas": 61.54,
+    "valid_trees": 100.0,
 }
 
 # The data README's reference numbers for ptb-sample/dev (1,921 sentences).
@@ -54,7 +61,7 @@ REFERENCE = {
     "right-branching": {"sentence_f1": 39.94, "corpus_f1": 35.61, "uas": 20.29, "uuas": 50.34},
     "left-branching": {"sentence_f1": 8.66, "corpus_f1": 6.37, "uas": 30.37, "uuas": 50.58},
 }
-KEYS = {"parser", "sentences", "sentence_f1", "corpus_f1", "uas", "uuas"} | {
+KEYS = {"parser", "sentences", "sentence_f1", "corpus_f1", "uas", "uuas", "valid_trees"} | {
     f"recall_{label}" for label in ("NP", "VP", "PP", "SBAR", "ADJP", "ADVP")
 }
 
@@ -136,10 +143,10 @@ def test_cli_evaluate_conllu_scores_dependencies_only(tmp_path, capsys):
     path.write_text(text, encoding="utf-8")
     main(["evaluate", "--treebank", str(path), "--baseline", "left-branching"])  # word i headed by word i+1
     scores = json.loads(capsys.readouterr().out)
-    assert scores == {"parser": "left-branching", "sentences": 1, "uas": 100.0, "uuas": 100.0}
+    assert scores == {"parser": "left-branching", "sentences": 1, "uas": 100.0, "uuas": 100.0, "valid_trees": 100.0}
     main(["evaluate", "--treebank", str(path), "--baseline", "right-branching"])  # word i headed by word i-1
     scores = json.loads(capsys.readouterr().out)
-    assert scores == {"parser": "right-branching", "sentences": 1, "uas": 0.0, "uuas": 66.67}
+    assert scores == {"parser": "right-branching", "sentences": 1, "uas": 0.0, "uuas": 66.67, "valid_trees": 100.0}
 
 
 def test_cli_evaluate_errors(tmp_path, capsys):
@@ -147,8 +154,13 @@ def test_cli_evaluate_errors(tmp_path, capsys):
         main(["evaluate", "--treebank", str(tmp_path), "--baseline", "middle-branching"])
     assert exit_info.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
-    with pytest.raises(FileNotFoundError, match="no mrg/ folder"):
-        main(["evaluate", "--treebank", str(tmp_path / "missing"), "--baseline", "left-branching"])
+    with pytest.raises(SystemExit, match="no mrg/ folder"):
+        main(["evaluate", "--treebank", str(tmp_path), "--baseline", "left-branching"])
+    with pytest.raises(SystemExit, match=f"treebank not found: {tmp_path / 'missing.conllu'}"):
+        main(["evaluate", "--treebank", str(tmp_path / "missing.conllu"), "--baseline", "left-branching"])
+    (tmp_path / "bad.conllu").write_text("1\tthe\t_\tDET\n1 dog\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"bad.conllu:1: expected 10 tab-separated columns, got 4"):
+        main(["evaluate", "--treebank", str(tmp_path / "bad.conllu"), "--baseline", "left-branching"])
 
 
 # --- the gold PTB sample (skipped without ../shared/data) -------------------------------------------------------------

@@ -57,11 +57,11 @@ def check_line(result: dict, words: list[str]) -> None:
 
 def test_pretokenized_file_to_json_lines(model, tmp_path):
     source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
-    source.write_text("\n".join(LINES[:2]) + "\n\n" + LINES[2] + "  \n", encoding="utf-8")  # blank line skipped
+    source.write_text("\n".join(LINES[:2]) + "\n\n" + LINES[2] + "  \n", encoding="utf-8")
     main(["parse", "--model", model, "--input", str(source), "--pretokenized", "--output", str(out)])
     results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert len(results) == len(LINES)
-    for result, line in zip(results, LINES):
+    assert len(results) == len(LINES) + 1 and results[2] == {"words": []}  # the blank line keeps its place
+    for result, line in zip(results[:2] + results[3:], LINES):
         check_line(result, line.split())
 
 
@@ -119,11 +119,34 @@ def test_missing_input_file(model, tmp_path, capsys):
     assert str(missing) in str(exit_info.value.code) and "cannot read input file" in str(exit_info.value.code)
 
 
-def test_bad_sentence_is_a_clean_error(model, tmp_path):
+def test_a_bad_line_gets_an_error_and_the_others_are_parsed(model, tmp_path, capsys):
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_text("a dog ran\n. , !\nthe old\x00man\n\nthe man sat\n", encoding="utf-8")
+    main(["parse", "--model", model, "--input", str(source), "--output", str(out)])
+    results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["words"] for r in results] == [["a", "dog", "ran"], [".", ",", "!"], ["the", "old\x00man"], [],
+                                            ["the", "man", "sat"]]
+    assert results[1]["error"] == "line 2: no word besides punctuation: '. , !'"
+    assert "control character" in results[2]["error"] and "heads" not in results[2]
+    check_line(results[0], ["a", "dog", "ran"])
+    check_line(results[4], ["the", "man", "sat"])
+    assert "2 of 5 lines could not be parsed" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", model, "--input", str(source), "--output", str(out), "--strict"])
+    assert exit_info.value.code == 1
+
+
+def test_io_problems_are_reported_before_parsing(model, tmp_path):
     source = tmp_path / "in.txt"
-    source.write_text("a dog ran\n. , !\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match="sentence 1: the sentence has no word besides punctuation"):
-        main(["parse", "--model", model, "--input", str(source)])
+    source.write_text("a dog ran\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"cannot write {tmp_path / 'nowhere' / 'out.jsonl'}: folder .* does not exist"):
+        main(["parse", "--model", "no-such-model", "--input", str(source), "--output",
+              str(tmp_path / "nowhere" / "out.jsonl")])
+    (tmp_path / "binary").write_bytes(b"a dog\n\xff\xfe\x00\x01")
+    with pytest.raises(SystemExit, match=f"{tmp_path / 'binary'}:2: not UTF-8 text"):
+        main(["parse", "--model", "no-such-model", "--input", str(tmp_path / "binary")])
+    with pytest.raises(SystemExit, match="cannot read input file"):
+        main(["parse", "--model", "no-such-model", "--input", str(tmp_path / "missing.txt")])
 
 
 def test_module_subprocess(model, tmp_path):

@@ -3,7 +3,7 @@
 import evaluate
 import pytest
 
-from hf_structure.metrics import EVALUATE_METRICS, attachment_scores, scored_spans, unlabelled_f1
+from hf_structure.evaluation.metrics import EVALUATE_METRICS, attachment_scores, scored_spans, unlabelled_f1
 
 PREDICTED = [[[0, 2], [0, 3], [0, 4]], [[1, 3], [0, 3]]]
 GOLD = [[[1, 3], [0, 3], [0, 4]], [[0, 2], [0, 3]]]

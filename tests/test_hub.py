@@ -25,7 +25,12 @@ SRC = ROOT / "src"
 REPO_ID = "org/structformer-ptb"
 SENTENCES = ["the old man sat on the bench", "a dog ran", "the dog sat on the old bench"]
 TEXT = "The old man sat on the bench."
-CODE_FILES = ("modeling_structformer.py", "configuration_structformer.py", "unsupervised_parsing.py")
+CODE_FILES = (
+    "modeling_structformer.py",
+    "configuration_structformer.py",
+    "unsupervised_parsing.py",
+    "word_tokenization.py",
+)
 UPLOADED = (
     "model.safetensors",
     "config.json",
@@ -33,8 +38,8 @@ UPLOADED = (
     "tokenizer.json",
     "tokenizer_config.json",
     "README.md",
-    "eval_results.json",
-    "training.json",
+    "hf_structure_eval.json",
+    "hf_structure_training.json",
 )
 
 # TEST FIXTURES: made-up numbers (distinct from anything in the template) to check that the card reads them.
@@ -45,6 +50,7 @@ EVAL_FIXTURE = {
     "corpus_f1": 37.19,
     "uas": 23.71,
     "uuas": 47.53,
+    "uas_argmax": 25.17,
     "mlm_ppl_test": 123.45,
     "recall_NP": 55.5,
     "baselines": {
@@ -100,8 +106,8 @@ def normalise(parse: dict) -> dict:
 def checkpoint(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("checkpoint") / "structformer-ptb"
     save_tiny_model(folder)
-    (folder / "eval_results.json").write_text(json.dumps(EVAL_FIXTURE))
-    (folder / "training.json").write_text(json.dumps(TRAINING_FIXTURE))
+    (folder / "hf_structure_eval.json").write_text(json.dumps(EVAL_FIXTURE))
+    (folder / "hf_structure_training.json").write_text(json.dumps(TRAINING_FIXTURE))
     return folder
 
 
@@ -120,8 +126,7 @@ def expected(exported) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(exported)
     parses = []
     for sentence in SENTENCES:
-        batch = tokenizer(sentence.split(), is_split_into_words=True, return_tensors="pt")
-        parses.append(normalise(model.parse(batch["input_ids"], batch["attention_mask"])[0]))
+        parses.append(normalise(model.parse([sentence.split()], tokenizer)[0]))
     parsed = pipeline("unsupervised-parsing", model=exported)(TEXT)
     return {"model": parses, "pipeline": normalise(parsed), "tree": parsed["tree"]}
 
@@ -158,8 +163,8 @@ def test_export_folder_has_every_file_and_config_entry(exported, checkpoint):
     assert_upload_folder(exported)
     config = json.loads((exported / "config.json").read_text())
     assert config["custom_pipelines"]["unsupervised-parsing"]["default"] == {"model": [REPO_ID, None]}
-    assert json.loads((exported / "eval_results.json").read_text()) == EVAL_FIXTURE
-    assert json.loads((exported / "training.json").read_text()) == TRAINING_FIXTURE
+    assert json.loads((exported / "hf_structure_eval.json").read_text()) == EVAL_FIXTURE
+    assert json.loads((exported / "hf_structure_training.json").read_text()) == TRAINING_FIXTURE
     for name in CODE_FILES[:2]:
         assert (exported / name).read_text() == (SRC / "hf_structure/models/structformer" / name).read_text()
     assert (exported / CODE_FILES[2]).read_text() == (SRC / "hf_structure/pipelines" / CODE_FILES[2]).read_text()
@@ -168,13 +173,13 @@ def test_export_folder_has_every_file_and_config_entry(exported, checkpoint):
 def test_export_refuses_a_checkpoint_without_records(checkpoint, tmp_path):
     bare = tmp_path / "bare"
     shutil.copytree(checkpoint, bare)
-    (bare / "training.json").unlink()
-    with pytest.raises(FileNotFoundError, match="training.json"):
+    (bare / "hf_structure_training.json").unlink()
+    with pytest.raises(FileNotFoundError, match="hf_structure_training.json"):
         hub.export_model_folder(bare, tmp_path / "out")
     broken = dict(EVAL_FIXTURE)
     del broken["uas"]
-    (bare / "training.json").write_text(json.dumps(TRAINING_FIXTURE))
-    (bare / "eval_results.json").write_text(json.dumps(broken))
+    (bare / "hf_structure_training.json").write_text(json.dumps(TRAINING_FIXTURE))
+    (bare / "hf_structure_eval.json").write_text(json.dumps(broken))
     with pytest.raises(ValueError, match="uas"):
         hub.export_model_folder(bare, tmp_path / "out")
 
@@ -208,6 +213,7 @@ def test_model_card_round_trips_the_eval_results(checkpoint, tmp_path):
         ("corpus_f1", dataset): 37.19,
         ("uas", dataset): 23.71,
         ("uuas", dataset): 47.53,
+        ("uas_argmax", dataset): 25.17,
         ("perplexity", "Penn Treebank LM text (Mikolov et al.)"): 123.45,
     }
     assert card.data.model_name == "structformer-ptb"
@@ -239,9 +245,9 @@ def test_model_card_follows_the_records(checkpoint, tmp_path):
     """Nothing in the card is typed by hand: changing the records changes the card."""
     changed = tmp_path / "changed"
     shutil.copytree(checkpoint, changed)
-    (changed / "eval_results.json").write_text(json.dumps({**EVAL_FIXTURE, "uas": 99.87}))
+    (changed / "hf_structure_eval.json").write_text(json.dumps({**EVAL_FIXTURE, "uas": 99.87}))
     command = TRAINING_FIXTURE["command"] + " --include_wsj_00_01"
-    (changed / "training.json").write_text(json.dumps({**TRAINING_FIXTURE, "command": command}))
+    (changed / "hf_structure_training.json").write_text(json.dumps({**TRAINING_FIXTURE, "command": command}))
     card = hub.render_model_card(changed)
     assert {r.metric_type: r.metric_value for r in card.data.eval_results}["uas"] == 99.87
     assert "| UAS | **99.87** |" in card.text
@@ -336,8 +342,7 @@ model = AutoModel.from_pretrained(repo_id, trust_remote_code=True).eval()
 tokenizer = AutoTokenizer.from_pretrained(repo_id)
 parses = []
 for sentence in sentences:
-    batch = tokenizer(sentence.split(), is_split_into_words=True, return_tensors="pt")
-    parses.append(model.parse(batch["input_ids"], batch["attention_mask"])[0])
+    parses.append(model.parse([sentence.split()], tokenizer)[0])
 parser = pipeline("unsupervised-parsing", model=repo_id)
 print(json.dumps({"model": parses, "pipeline": parser(text), "model_module": type(model).__module__,
                   "pipeline_module": type(parser).__module__}))
@@ -385,9 +390,9 @@ import sys
 
 
 class BlockHfStructure:
-    # Whatever else is on sys.path (an editable install, a .pth file), hf_structure cannot be imported.
+    # Whatever else is on sys.path (an editable install, a .pth file), hf_structure and nltk cannot be imported.
     def find_spec(self, name, path=None, target=None):
-        if name == "hf_structure" or name.startswith("hf_structure."):
+        if name.split(".")[0] in ("hf_structure", "nltk"):
             raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
         return None
 
@@ -410,11 +415,10 @@ model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
 tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)  # it reads config.json (auto_map)
 parses = []
 for sentence in sentences:
-    batch = tokenizer(sentence.split(), is_split_into_words=True, return_tensors="pt")
-    parses.append(model.parse(batch["input_ids"], batch["attention_mask"])[0])
+    parses.append(model.parse([sentence.split()], tokenizer)[0])
 parser = pipeline(model=folder, trust_remote_code=True)  # the task comes from config.json's custom_pipelines
 parsed = parser(text)
-assert not any(name.startswith("hf_structure") for name in sys.modules)
+assert not any(name.split(".")[0] in ("hf_structure", "nltk") for name in sys.modules)
 print(json.dumps({"model": parses, "pipeline": parsed, "model_class": type(model).__name__,
                   "model_module": type(model).__module__, "pipeline_module": type(parser).__module__,
                   "task": parser.task}))

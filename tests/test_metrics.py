@@ -1,10 +1,10 @@
-"""Scores of predicted trees against gold trees (`hf_structure.metrics`) on hand-computed cases."""
+"""Scores of predicted trees against gold trees (`hf_structure.evaluation.metrics`) on hand-computed cases."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_structure.metrics import (
+from hf_structure.evaluation.metrics import (
     attachment_scores,
     dependency_compatibility,
     gold_subtree_spans,

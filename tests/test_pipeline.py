@@ -71,8 +71,8 @@ def test_batched_scores_match(parser):
     alone = [parser(sentence, return_scores=True) for sentence in SENTENCES]
     batched = parser(SENTENCES, batch_size=3, return_scores=True)
     for a, b in zip(alone, batched):
-        assert a["distances"] == pytest.approx(b["distances"], abs=1e-5)
-        assert a["heights"] == pytest.approx(b["heights"], abs=1e-5)
+        assert a["scores"]["distances"] == pytest.approx(b["scores"]["distances"], abs=1e-5)
+        assert a["scores"]["heights"] == pytest.approx(b["scores"]["heights"], abs=1e-5)
 
 
 def test_pretokenized_single_sentence(parser):
@@ -185,17 +185,20 @@ def test_return_scores_over_content_words(parser):
         result = parser("The dog, old and tired, sat on the bench.", return_scores=True, keep_punctuation=keep)
         n = len(content_positions(result["words"])) if keep else len(result["words"])
         assert n == 9
-        assert len(result["distances"]) == n - 1 and len(result["heights"]) == n
-        assert all(isinstance(value, float) for value in result["distances"] + result["heights"])
-    single = parser("Hello", return_scores=True)
+        scores = result["scores"]
+        assert len(scores["distances"]) == n - 1 and len(scores["heights"]) == n
+        assert all(isinstance(value, float) for value in scores["distances"] + scores["heights"])
+    single = parser("Hello", return_scores=True)["scores"]
     assert single["distances"] == [] and len(single["heights"]) == 1
 
 
-def test_return_tree(parser):
+def test_spans_make_an_nltk_tree(parser):
     import nltk
 
-    result = parser(TEXT, return_tree=True)
-    tree = result["nltk_tree"]
+    from hf_structure.structs.trees import spans_to_nltk_tree
+
+    result = parser(TEXT)
+    tree = spans_to_nltk_tree(result["words"], result["spans"])
     assert isinstance(tree, nltk.Tree)
     assert tree.leaves() == result["words"]
     # Its constituents are exactly the spans.
@@ -210,7 +213,6 @@ def test_return_tree(parser):
 
     walk(tree, 0)
     assert found == {tuple(span) for span in result["spans"]}
-    assert "nltk_tree" not in parser(TEXT)
 
 
 def test_conllu_output(parser):
@@ -255,16 +257,21 @@ def test_sentence_at_the_length_limit(parser):
     [
         ("", {}, ValueError, "empty or whitespace-only"),
         ("  \t\n ", {}, ValueError, "empty or whitespace-only"),
-        (5, {}, TypeError, "expected a string or a list of words, got int"),
-        (None, {}, TypeError, "expected a string or a list of words, got NoneType"),
-        (["a", ""], {"is_split_into_words": True}, ValueError, r"^word 1 \(''\) is empty"),
+        (5, {}, TypeError, "expected a string, a list of words or a batch of them, got int"),
+        (None, {}, TypeError, "expected a string, a list of words or a batch of them, got NoneType"),
+        (["a", ""], {"is_split_into_words": True}, ValueError, r"^the sentence: word 1 \(''\) is empty"),
         (["a", "old man"], {"is_split_into_words": True}, ValueError, r"word 1 \('old man'\) .*contains whitespace"),
-        (["a", 3], {"is_split_into_words": True}, TypeError, "^word 1 is a int, not a string"),
+        (["a", 3], {"is_split_into_words": True}, TypeError, "^the sentence: word 1 is a int, not a string"),
         ([], {"is_split_into_words": True}, ValueError, "^empty word list"),
-        ("a dog ran", {"is_split_into_words": True}, TypeError, "needs a list of words, got a string"),
+        ("a dog ran", {"is_split_into_words": True}, TypeError, "expected a list of words, got str"),
         (". , ! ...", {}, ValueError, "no word besides punctuation"),
         ([".", ","], {"is_split_into_words": True}, ValueError, "no word besides punctuation"),
-        (" ".join(["the"] * (LIMIT + 1)), {}, ValueError, f"{LIMIT + 1} words.*at most {LIMIT}.*max_position"),
+        (" ".join(["the"] * (LIMIT + 1)), {}, ValueError, f"{LIMIT + 1} words; this model parses at most {LIMIT}"),
+        ([], {}, ValueError, "no sentence to parse: the input list is empty"),
+        ([["A", "dog"], "Cats"], {}, TypeError, "sentence 1: a batch must be all strings or all word lists"),
+        (["Cats", ["A", "dog"]], {}, TypeError, "sentence 1: a batch must be all strings or all word lists"),
+        ("the old\x00man", {}, ValueError, "control character"),
+        (["the", "old\x00man"], {"is_split_into_words": True}, ValueError, "word 1 .* contains a control character"),
     ],
     ids=[
         "empty",
@@ -279,6 +286,11 @@ def test_sentence_at_the_length_limit(parser):
         "punctuation-only",
         "punctuation-only-words",
         "too-long",
+        "empty-batch",
+        "mixed-batch",
+        "mixed-batch-text-first",
+        "nul-in-text",
+        "nul-in-word",
     ],
 )
 def test_bad_input(parser, inputs, kwargs, error, message):
@@ -290,9 +302,9 @@ def test_bad_input(parser, inputs, kwargs, error, message):
     "batch, message",
     [
         (["a dog ran", "", "the man"], "sentence 1: empty or whitespace-only"),
-        (["a dog ran", ". ,"], "sentence 1: the sentence has no word besides punctuation"),
+        (["a dog ran", ". ,"], "sentence 1: no word besides punctuation"),
         (["a dog ran", " ".join(["dog"] * (LIMIT + 1))], f"sentence 1: .*at most {LIMIT}"),
-        (["a dog ran", None], "sentence 1: expected a string"),
+        (["a dog ran", None], "sentence 1: expected a string, got NoneType"),
         ([["a", "dog"], ["a", ""]], r"sentence 1: word 1 \(''\)"),
     ],
     ids=["empty", "punctuation-only", "too-long", "none", "empty-word"],

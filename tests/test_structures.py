@@ -1,11 +1,11 @@
-"""StructFormer Algorithms 1-3 and the tree format conversions of `hf_structure.structures`."""
+"""StructFormer Algorithms 1-3 and the tree format conversions of `hf_structure.structs.trees`."""
 
 import nltk
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_structure.structures import (
+from hf_structure.structs.trees import (
     binary_children,
     bracketed_to_spans,
     check_heads,

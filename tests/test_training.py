@@ -28,7 +28,7 @@ def environment():
 
 @pytest.fixture(scope="module")
 def text_files(tmp_path_factory):
-    from hf_structure.lm_data import ptb_lm_lines
+    from hf_structure.data.text import ptb_lm_lines
 
     folder = tmp_path_factory.mktemp("text")
     lines = ptb_lm_lines("valid")
@@ -38,8 +38,8 @@ def text_files(tmp_path_factory):
 
 
 def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
-    from hf_structure.tokenization import build_word_tokenizer
-    from hf_structure.training import ReproducibleMaskingCollator
+    from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.data.collators import ReproducibleMaskingCollator
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
     sentences = tokenizer(["the old man sat on the zebra bench a dog ran"] * 50)["input_ids"]
@@ -59,8 +59,8 @@ def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
 
 def test_a_batch_is_masked_the_same_whether_or_not_it_is_the_first_of_the_process():
     # A resumed run's first batch is its process's first; transformers 5.24 reseeds the generator there.
-    from hf_structure.tokenization import build_word_tokenizer
-    from hf_structure.training import ReproducibleMaskingCollator
+    from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.data.collators import ReproducibleMaskingCollator
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
     first = [{"input_ids": ids} for ids in tokenizer(["the old man sat on the bench"] * 20)["input_ids"]]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hf_structure.treebanks import (
+from hf_structure.data.treebanks import (
     TreebankFormatError,
     conllu_dataset,
     content_heads,
@@ -270,8 +270,10 @@ def test_read_treebank_malformed_dp_row(treebank):
 
 
 def test_read_treebank_missing_pieces(tmp_path, treebank):
-    with pytest.raises(FileNotFoundError, match="no mrg/ folder"):
+    with pytest.raises(FileNotFoundError, match="treebank not found"):
         read_treebank(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="no mrg/ folder"):
+        read_treebank(tmp_path)
     (tmp_path / "empty" / "mrg").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="holds no .mrg file"):
         read_treebank(tmp_path / "empty")

@@ -5,7 +5,7 @@ from pathlib import Path
 import torch
 
 from hf_structure import StructFormerConfig, StructFormerForMaskedLM
-from hf_structure.tokenization import build_word_tokenizer
+from hf_structure.data.tokenization import build_word_tokenizer
 
 CORPUS = ["the old man sat on the bench", "a dog ran and tired"]
 

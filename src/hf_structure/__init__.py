@@ -38,6 +38,7 @@ register_model(
                 task_name="Masked language modelling",
                 dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},
                 lower_is_better=True,
+                metric_type="perplexity",
             ),
         ),
         card_tags=("structformer", "unsupervised-parsing", "constituency-parsing", "dependency-parsing",

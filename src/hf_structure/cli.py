@@ -160,17 +160,18 @@ def _evaluate(args) -> dict:
 
         scores["mlm_ppl"] = round(masked_lm_perplexity(model, tokenizer, args.lm_text, seed=args.seed), 2)
     if args.record:
-        from .hub.records import EVAL_RECORD, write_json
+        from .hub.records import EVAL_RECORD, read_json, write_json
 
-        folder = Path(resolve_model_path(args.model))
-        record = {"dataset": args.dataset_name or str(args.treebank), **scores}
-        record.pop("parser")
-        if "mlm_ppl" in record and args.lm_text == "ptb-test":
+        path = Path(resolve_model_path(args.model)) / EVAL_RECORD
+        record = read_json(path) if path.is_file() else {}  # other keys of an existing record are kept
+        record.update({key: value for key, value in scores.items() if key != "parser"})
+        record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
+        if args.lm_text == "ptb-test":
             record["mlm_ppl_test"] = record.pop("mlm_ppl")
         record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
         for baseline in record["baselines"].values():
             baseline.pop("parser")
-        write_json(folder / EVAL_RECORD, record)
+        write_json(path, record)
     return scores
 
 
@@ -202,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for masked-LM perplexity")
     evaluate.add_argument("--record", action="store_true",
                           help="also write the scores (and the baselines') into the model folder's "
-                               "hf_structure_eval.json, for its model card")
+                               "hf_structure_eval.json, for its model card (other keys there are kept)")
     evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--batch-size", type=int, default=64)

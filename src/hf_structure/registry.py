@@ -18,6 +18,7 @@ class CardMetric:
 
     `dataset` None means the record's own gold treebank (`dataset`, `dataset_id`, `dataset_split` keys); otherwise
     a dict with `type`, `name` and `split` of the data the metric is measured on (e.g. the LM text for perplexity).
+    `metric_type` is the model-index metric id (default: `key`), e.g. the Hub's `perplexity`.
     """
 
     key: str
@@ -27,6 +28,7 @@ class CardMetric:
     task_name: str = "Syntactic parsing"
     dataset: dict | None = None
     lower_is_better: bool = False
+    metric_type: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def eval_results_list(record: dict, spec: ModelSpec):
                 dataset_type=dataset["type"],
                 dataset_name=dataset["name"],
                 dataset_split=dataset.get("split"),
-                metric_type=metric.key,
+                metric_type=metric.metric_type or metric.key,
                 metric_name=metric.description,
                 metric_value=record[metric.key],
             )
@@ -86,7 +86,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         pipeline_tag=spec.pipeline_tag,
         tags=[*spec.card_tags, "custom_code"],
         datasets=list(spec.datasets) or None,
-        metrics=[metric.key for metric in spec.card_metrics],
+        metrics=list(dict.fromkeys(metric.metric_type or metric.key for metric in spec.card_metrics)),
         eval_results=eval_results_list(record, spec),
     )
     return ModelCard.from_template(

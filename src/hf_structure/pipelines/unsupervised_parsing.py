@@ -3,7 +3,8 @@
 The contract every hf_structure model answers: `model.parse(sentences, tokenizer, **options)` takes a batch of
 word lists and returns one dict per sentence with `words` and what the model gives of `spans` (constituents,
 0-based `[start, end)`), `heads` (1-based, 0 = root), `deprels` and `scores` (model-specific extras). A sentence
-the model cannot parse raises `ValueError`.
+the model cannot parse raises `ValueError`. A model may also state `max_parse_words`, so that longer sentences are
+rejected before any batch runs.
 
 What a model sees is its own business, stated by its config's `punctuation_policy`: `"reattach"` (the model was
 trained without punctuation: punctuation tokens are removed before the model and put back afterwards, each
@@ -130,14 +131,16 @@ class UnsupervisedParsingPipeline(Pipeline):
     def __call__(self, inputs, **kwargs):
         split = bool(kwargs.get("is_split_into_words"))
         if isinstance(inputs, str):
-            self.sentence_words(inputs, split)
+            self.sentence_words(inputs, split, "the sentence")
             return super().__call__(inputs, **kwargs)
+        if inputs is None or isinstance(inputs, (int, float, bytes, dict)):
+            raise TypeError(f"expected a string, a list of words or a batch of them, got {type(inputs).__name__}")
         if not isinstance(inputs, (list, tuple)):
             return super().__call__(inputs, **kwargs)  # a Dataset or generator: items are checked one by one
         if not inputs:
-            raise ValueError("no sentence to parse: the input list is empty")
-        # A list of strings with is_split_into_words is one sentence, not a batch of one-word sentences.
-        single = split and all(isinstance(item, str) for item in inputs)
+            raise SentenceError("empty word list" if split else "no sentence to parse: the input list is empty")
+        # A list of words with is_split_into_words is one sentence, not a batch of one-word sentences.
+        single = split and not any(isinstance(item, (list, tuple)) for item in inputs)
         batch = [inputs] if single else list(inputs)
         as_words = single or isinstance(batch[0], (list, tuple))
         for index, item in enumerate(batch):
@@ -162,6 +165,9 @@ class UnsupervisedParsingPipeline(Pipeline):
                 raise SentenceError(f"{name}: no word besides punctuation: {' '.join(words)!r}")
         else:
             seen = list(range(len(words)))
+        limit = getattr(self.model, "max_parse_words", None)
+        if limit is not None and len(seen) > limit:
+            raise SentenceError(f"{name}: {len(seen)} words; this model parses at most {limit}")
         return words, seen
 
     def preprocess(self, sentence, is_split_into_words=False):

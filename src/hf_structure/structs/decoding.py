@@ -6,7 +6,8 @@ its docstring names ("uses `_helper`"), is copied verbatim into a model's Hub co
 Dependency conventions: `scores` is a float tensor (B, L, L) in which position 0 is an artificial ROOT and positions
 1..n_b are the words of sentence b; `scores[b, i, j]` scores word j as the head of word i (j = 0: i attaches to
 ROOT). `mask` is a bool tensor (B, L), True at the words (False at ROOT and at padding). -inf marks a forbidden arc.
-Heads come back as a long tensor (B, L): `heads[b, i]` is the head of word i, 0 at ROOT and at padding.
+Heads come back as a long tensor (B, L): `heads[b, i]` is the head of word i, 0 at ROOT and at padding; where no tree
+avoids the forbidden arcs, they are in range but arbitrary.
 """
 
 from collections.abc import Sequence

@@ -223,7 +223,7 @@ def chu_liu_edmonds(scores: torch.Tensor, mask: torch.Tensor, single_root: bool 
     """
     heads = torch.zeros(scores.shape[:2], dtype=torch.long)
     for b, length in enumerate(mask.sum(-1).tolist()):
-        arcs = scores[b, : length + 1, : length + 1].detach().to("cpu", torch.float64)  # sliced: a copy
+        arcs = scores[b, : length + 1, : length + 1].detach().to("cpu", torch.float64, copy=True)  # edited below
         arcs.fill_diagonal_(float("-inf"))
         arcs[0] = float("-inf")  # ROOT takes no head
         finite = arcs[torch.isfinite(arcs)]
@@ -541,6 +541,11 @@ class StructFormerModel(StructFormerPreTrainedModel):
             attentions=all_attentions,
         )
 
+    @property
+    def max_parse_words(self) -> int:
+        """The longest sentence `parse` accepts (one position per word)."""
+        return self.config.max_position_embeddings
+
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
         """Parse a batch of sentences given as words (the words the model sees: no punctuation).
@@ -643,6 +648,10 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
         )
+
+    @property
+    def max_parse_words(self) -> int:
+        return self.structformer.max_parse_words
 
     def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
         """See `StructFormerModel.parse`."""

@@ -1,0 +1,110 @@
+"""The headline claims of the bundled checkpoint, guarded: its card is what its records render, it reproduces its
+recorded scores on a fixed slice of the dev sample, its training text never held WSJ 00-01, and a normal
+(non-editable) install carries it, its card template and its pipeline."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_model_path
+
+ROOT = Path(__file__).parents[1]
+BUNDLED = Path(resolve_model_path(DEFAULT_MODEL))
+# Scores of the bundled structformer-ptb's pipeline on the gold words of the first 300 sentences of ptb-sample/dev
+# (2026-11-25, the checkpoint as bundled), pinned here: the default pipeline must keep reproducing them.
+SLICE = 300
+SLICE_SCORES = {"sentence_f1": 49.97, "uas": 39.13, "uas_argmax": 40.9, "valid_trees": 100.0}
+
+
+def test_every_declared_short_name_is_a_checkpoint_folder():
+    names = bundled_checkpoints()
+    assert DEFAULT_MODEL in names
+    for name, folder in names.items():
+        assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file(), name
+
+
+def test_the_bundled_card_is_what_its_records_render():
+    from hf_structure.hub import render_model_card
+
+    rendered = str(render_model_card(BUNDLED))
+    committed = (BUNDLED / "README.md").read_text(encoding="utf-8")
+    # The card names the model and leaves the organisation for the user to fill in.
+    assert "\n# structformer-ptb\n" in committed and '"<org>/structformer-ptb"' in committed
+    assert rendered.rstrip() == committed.rstrip(), "re-render: hf_structure.hub.render_model_card(folder).save(...)"
+
+
+def test_the_default_pipeline_and_cli_reproduce_the_recorded_scores_on_a_dev_slice(ptb_dev, tmp_path):
+    from transformers import pipeline
+
+    from hf_structure import cli
+    from hf_structure.data.treebanks import read_treebank
+    from hf_structure.evaluation.scoring import score_parses
+
+    gold = read_treebank(ptb_dev)[:SLICE]
+    parser = pipeline("unsupervised-parsing")  # no model named: the bundled default
+    parses = parser([g.words for g in gold], batch_size=64)
+    argmax = parser([g.words for g in gold], batch_size=64, head_decoding="argmax")
+    scores = score_parses(gold, parses)
+    scores["uas_argmax"] = score_parses(gold, [{"heads": p["heads"]} for p in argmax])["uas"]
+    assert {key: scores[key] for key in SLICE_SCORES} == SLICE_SCORES
+
+    # The CLI without --model gives the same parses, one line per input line.
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_text("\n".join(" ".join(g.words) for g in gold[:20]) + "\n", encoding="utf-8")
+    cli.main(["parse", "--pretokenized", "--input", str(source), "--output", str(out)])
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line["heads"] for line in lines] == [p["heads"] for p in parses[:20]]
+
+
+def test_wsj_00_01_never_reaches_training():
+    from hf_structure.data.text import WSJ_00_01_TRAIN_LINES, ptb_lm_lines
+    from hf_structure.training.mlm import DataTrainingArguments, _split_lines
+
+    full = ptb_lm_lines("train", exclude_wsj_00_01=False)
+    train, _ = _split_lines(DataTrainingArguments())
+    assert WSJ_00_01_TRAIN_LINES == 3911 and train == full[3911:]
+    # wsj_0001's first sentence, the first of the gold sample, is among the dropped lines.
+    assert full[1].startswith("pierre <unk> N years old will join the board")
+    assert full[1] not in set(train)
+    included, _ = _split_lines(DataTrainingArguments(include_wsj_00_01=True))
+    assert included == full
+
+
+def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
+    """Build the wheel (what `pip install .` installs), unpack it, and use it where the source tree is not
+    importable: the default pipeline parses, and exporting renders the card from the packaged template."""
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = tmp_path.glob("hf_structure-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        archive.extractall(tmp_path / "site")
+    assert "hf_structure/hub/templates/structformer.md" in names
+    assert "hf_structure/checkpoints/structformer-ptb/model.safetensors" in names
+    assert "hf_structure/pipelines/word_tokenization.py" in names
+    code = f"""
+import sys
+sys.path = [p for p in sys.path if not p.endswith("src")]
+import hf_structure
+assert hf_structure.__file__.startswith({str(tmp_path / "site")!r}), hf_structure.__file__
+from transformers import pipeline
+print(pipeline("unsupervised-parsing")("The old man sat on the bench.")["words"])
+from hf_structure.hub import push_model
+out = push_model("structformer-ptb", "org/structformer-ptb", dry_run_dir={str(tmp_path / "export")!r})
+print((out / "README.md").read_text().count("# structformer-ptb"))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(PYTHONPATH=str(tmp_path / "site"), HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
+               TRANSFORMERS_VERBOSITY="error")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[-2:] == ["['The', 'old', 'man', 'sat', 'on', 'the', 'bench', '.']", "1"]
