@@ -1,5 +1,7 @@
 """StructFormer Algorithms 1-3 and the tree format conversions of `hf_structure.structs.trees`."""
 
+import itertools
+
 import nltk
 import pytest
 from hypothesis import given, settings
@@ -12,7 +14,9 @@ from hf_structure.structs.trees import (
     conllu_to_heads,
     distances_heights_to_tree,
     distances_to_spans,
+    heads_are_tree,
     heads_to_conllu,
+    heads_to_spans,
     is_projective,
     nltk_tree_to_spans,
     spans_to_bracketed,
@@ -330,3 +334,35 @@ def test_conllu_to_heads_skips_multiword_tokens_and_empty_nodes():
         "\n"
     )
     assert conllu_to_heads(text) == [(["do", "n't", "go"], [3, 3, 0])]
+
+
+def _all_trees(n):
+    for heads in itertools.product(range(n + 1), repeat=n):
+        if heads_are_tree(heads):
+            yield list(heads)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_heads_to_spans_gives_each_words_yield_exactly_for_projective_trees(n):
+    for heads in _all_trees(n):
+        descendants = [{word} for word in range(n)]
+        for word in range(n):
+            node = heads[word]
+            while node:
+                descendants[node - 1].add(word)
+                node = heads[node - 1]
+        contiguous = all(max(d) - min(d) + 1 == len(d) for d in descendants)
+        assert contiguous == is_projective(heads), heads
+        if contiguous:
+            assert set(heads_to_spans(heads)) == {(min(d), max(d) + 1) for d in descendants}
+        else:
+            with pytest.raises(ValueError, match="not projective"):
+                heads_to_spans(heads)
+
+
+def test_words_with_brackets_read_back_from_the_bracketed_string():
+    words = ["Great", "service", ":)", "(", "really", ")", "f(x)"]
+    spans = [(0, 7), (0, 2), (3, 6)]
+    text = spans_to_bracketed(words, spans)
+    assert text == "((Great service) :-RRB- (-LRB- really -RRB-) f-LRB-x-RRB-)"
+    assert bracketed_to_spans(text) == (words, sorted(spans, key=lambda s: (s[0], -s[1])))

@@ -142,6 +142,23 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     assert parsed["words"] == ["Her", "blood", "pressure", "rose", "after", "3", "days", "."]
     assert parsed["spans"][0] == [0, 8]
 
+    # The run's folder is publishable: run_mlm wrote its training record beside Trainer's own eval_results.json,
+    # `evaluate --record` adds the scores, and the export renders a card from both.
+    from hf_structure import cli
+    from hf_structure.hub import TRAINING_RECORD, export_model_folder
+
+    record = json.loads((tuned / TRAINING_RECORD).read_text())
+    assert record["steps"] == 3 and "--config_overrides calibration_scope=batch" in record["command"]
+    from test_cli_evaluate import DP, MRG  # a two-sentence gold treebank (constituents and heads)
+
+    gold = tmp_path / "gold"
+    for folder, name, text in (("mrg", "wsj_0001.mrg", MRG), ("dp", "wsj_0001.dp", DP)):
+        (gold / folder).mkdir(parents=True)
+        (gold / folder / name).write_text(text)
+    cli.main(["evaluate", "--model", str(tuned), "--treebank", str(gold), "--lm-text", "ptb-test", "--record"])
+    exported = export_model_folder(tuned, tmp_path / "export", repo_id="org/tuned")
+    assert "# tuned" in (exported / "README.md").read_text()
+
 
 def test_two_cpu_processes_with_torchrun(tmp_path, text_files):
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",

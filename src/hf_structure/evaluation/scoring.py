@@ -9,17 +9,9 @@ from collections.abc import Sequence
 import torch
 
 from ..data.treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
-from ..structs.trees import check_heads
+from ..structs.trees import heads_are_tree
 from .baselines import baseline_parses
 from .metrics import attachment_scores, label_recall, scored_spans, unlabelled_f1
-
-
-def _is_tree(heads: Sequence[int]) -> bool:
-    try:
-        check_heads(heads)
-    except ValueError:
-        return False
-    return True
 
 
 def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: str = "") -> dict:
@@ -46,7 +38,7 @@ def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: s
                 [g.deprels for g in gold] if labelled else None,
             )
         )
-        scores["valid_trees"] = sum(_is_tree(p["heads"]) for p in parses) / len(parses)
+        scores["valid_trees"] = sum(heads_are_tree(p["heads"]) for p in parses) / len(parses)
     return {"sentences": len(gold), **{f"{key}{suffix}": round(100 * value, 2) for key, value in scores.items()}}
 
 

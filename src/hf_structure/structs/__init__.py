@@ -15,7 +15,9 @@ from .trees import (
     check_heads,
     distances_heights_to_tree,
     distances_to_spans,
+    heads_are_tree,
     heads_to_spans,
+    is_projective,
     spans_to_bracketed,
     tree_to_heads,
 )
@@ -29,7 +31,9 @@ __all__ = [
     "distances_heights_to_tree",
     "distances_to_spans",
     "eisner",
+    "heads_are_tree",
     "heads_to_spans",
+    "is_projective",
     "spans_to_bracketed",
     "tree_to_heads",
 ]

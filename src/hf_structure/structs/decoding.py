@@ -1,4 +1,4 @@
-"""Parsing algorithms shared by the structure models: best dependency trees and best binary constituency trees.
+"""Decoding algorithms shared by the structure models: best dependency trees and best binary constituency trees.
 
 Self-contained on purpose (torch and the standard library only): each public function, together with the helpers
 its docstring names ("uses `_helper`"), is copied verbatim into a model's Hub code.
@@ -9,8 +9,6 @@ ROOT). `mask` is a bool tensor (B, L), True at the words (False at ROOT and at p
 Heads come back as a long tensor (B, L): `heads[b, i]` is the head of word i, 0 at ROOT and at padding; where no tree
 avoids the forbidden arcs, they are in range but arbitrary.
 """
-
-from collections.abc import Sequence
 
 import torch
 
@@ -184,30 +182,3 @@ def _cky_backtrack(splits: list, length: int) -> list[tuple[int, int]]:
         # pushed right first so that the left subtree comes out first
         stack += [span for span in ((mid, end), (start, mid)) if span[1] - span[0] > 1]
     return spans
-
-
-def heads_are_tree(heads: Sequence[int]) -> bool:
-    """Whether 1-based `heads` (heads[i] is the head of word i + 1, 0 = ROOT) form a tree with exactly one root."""
-    heads = [int(head) for head in heads]
-    n = len(heads)
-    if heads.count(0) != 1 or any(not 0 <= head <= n or head == word for word, head in enumerate(heads, 1)):
-        return False
-    for word in range(1, n + 1):
-        # a word reaches ROOT within n steps unless it is caught in a cycle
-        node = word
-        for _ in range(n):
-            node = heads[node - 1]
-            if node == 0:
-                break
-        else:
-            return False
-    return True
-
-
-def heads_are_projective(heads: Sequence[int]) -> bool:
-    """Whether no two arcs of 1-based `heads` cross, the arcs from ROOT (word 0) included.
-
-    Only crossings are checked: combine with `heads_are_tree` for a projective tree.
-    """
-    arcs = [tuple(sorted((int(head), word))) for word, head in enumerate(heads, 1)]
-    return not any(a < c < b < d for a, b in arcs for c, d in arcs)

@@ -94,6 +94,15 @@ def check_heads(heads: Sequence[int]) -> None:
             node = heads[node - 1]
 
 
+def heads_are_tree(heads: Sequence[int]) -> bool:
+    """Whether `heads` form a tree (see `check_heads`)."""
+    try:
+        check_heads(heads)
+    except ValueError:
+        return False
+    return True
+
+
 def is_projective(heads: Sequence[int]) -> bool:
     """True when no two arcs cross (the root attaches to an artificial word 0 on the left)."""
     arcs = [(min(i + 1, h), max(i + 1, h)) for i, h in enumerate(heads)]
