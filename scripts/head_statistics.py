@@ -3,8 +3,9 @@
 Prints, per model: UAS, the share of all words (the root included in the count) attached to a head on their left
 (`words_with_head_on_left`; the training log's `parse_head_on_left`, `metrics.left_head_share`, counts attached
 words only), the share of arcs predicted in the reverse direction of a gold arc, UAS by the dependent's gold POS
-(two-letter prefix) and the POS of predicted heads.
-Used to compare the head conventions that different training recipes settle on (docs/structformer-ptb-training/README.md, "Runs before the bundled one").
+(two-letter prefix) and the POS of predicted heads. Heads by `--head-decoding` (default `argmax`, the paper's Eq. 18,
+which the recorded figures use). Used to compare the head conventions that different training recipes settle on
+(docs/structformer-ptb-training/README.md, "Runs before the bundled one").
 
     python scripts/head_statistics.py structformer-ptb runs/other-model --treebank ../shared/data/ptb-sample/dev --limit 600
 """
@@ -51,6 +52,7 @@ def main() -> None:
     parser.add_argument("models", nargs="+", help="bundled model names or saved model folders")
     parser.add_argument("--treebank", required=True, help="folder with mrg/ and dp/")
     parser.add_argument("--limit", type=int, help="first N sentences only")
+    parser.add_argument("--head-decoding", default="argmax", choices=("argmax", "eisner", "chu-liu-edmonds"))
     args = parser.parse_args()
     gold = read_treebank(args.treebank)[: args.limit]
     if gold and gold[0].heads is None:
@@ -58,7 +60,8 @@ def main() -> None:
     for name in args.models:
         path = resolve_model_path(name)
         model = AutoModelForMaskedLM.from_pretrained(path)
-        parses = parse_word_lists(model, AutoTokenizer.from_pretrained(path), [g.words for g in gold])
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        parses = parse_word_lists(model, tokenizer, [g.words for g in gold], head_decoding=args.head_decoding)
         print(name, head_statistics(gold, parses))
 
 

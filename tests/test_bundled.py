@@ -108,3 +108,22 @@ print((out / "README.md").read_text().count("# structformer-ptb"))
                          timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.splitlines()[-2:] == ["['The', 'old', 'man', 'sat', 'on', 'the', 'bench', '.']", "1"]
+
+
+def test_short_names_resolve_locally_in_transformers_pipeline(tmp_path):
+    # Offline and with an empty Hub cache: a Hub lookup of "structformer-ptb" would fail, so this passing proves
+    # the short name never reaches the Hub (importing hf_structure first, then `from transformers import pipeline`).
+    code = (
+        "import hf_structure\n"
+        "from transformers import pipeline\n"
+        "print(pipeline('unsupervised-parsing', model='structformer-ptb')(['a', 'dog', 'ran'],"
+        " is_split_into_words=True)['heads'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT / "src"),
+               TRANSFORMERS_VERBOSITY="error")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    heads = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(heads) == 3 and heads.count(0) == 1

@@ -1,0 +1,80 @@
+#!/usr/bin/env python
+"""Check that an exported model loads where only torch, transformers, tokenizers, safetensors and huggingface_hub
+are installed (no hf_structure, no nltk), by repo id from an offline Hub cache, and parses raw text exactly as the
+installed package does.
+
+    python scripts/check_minimal_env.py [--model structformer-ptb] [--workdir /tmp/hf-minimal]
+
+Makes a virtualenv with those packages only (pip), lays the export out in a Hub cache (`make_hf_cache`), parses a
+few sentences there with `pipeline(model=REPO_ID, trust_remote_code=True)` under HF_HUB_OFFLINE=1, and compares
+with this environment's `pipeline("unsupervised-parsing", model=...)`. Exits 1 on any difference.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PACKAGES = ["torch==2.13.0", "transformers>=5,<6", "tokenizers", "safetensors", "huggingface_hub"]
+REPO_ID = "org/minimal-env-check"
+SENTENCES = [
+    "The old man sat on the bench.",
+    "Stocks fell sharply after the report, which surprised analysts, was released on Monday.",
+    "\"I can't go,\" she said (quietly).",
+    "Great service :)",
+]
+CHILD = r"""
+import json, sys
+for name in ("hf_structure", "nltk"):
+    try:
+        __import__(name)
+    except ImportError:
+        continue
+    raise SystemExit(f"{name} is importable in the minimal environment")
+from transformers import pipeline
+parser = pipeline(model=sys.argv[1], trust_remote_code=True)
+print(json.dumps(parser(json.loads(sys.argv[2]))))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="structformer-ptb")
+    parser.add_argument("--workdir", help="where the virtualenv and the Hub cache go (default: a temporary folder)")
+    args = parser.parse_args()
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="hf_minimal_"))
+    venv, cache = workdir / "venv", workdir / "hub-cache"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], check=True)
+    installed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True)
+    print("minimal environment:", " ".join(sorted(line.split("==")[0] for line in installed.stdout.split())))
+
+    import hf_structure  # noqa: F401
+    from transformers import pipeline
+
+    from hf_structure.hub import make_hf_cache
+
+    make_hf_cache(args.model, REPO_ID, cache)
+    expected = pipeline("unsupervised-parsing", model=args.model)(SENTENCES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
+    env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), HF_MODULES_CACHE=str(workdir / "modules"),
+               TRANSFORMERS_VERBOSITY="error")
+    child = subprocess.run([str(python), "-I", "-c", CHILD, REPO_ID, json.dumps(SENTENCES)], env=env, cwd=workdir,
+                           capture_output=True, text=True, timeout=600)
+    if child.returncode != 0:
+        print(child.stderr[-3000:], file=sys.stderr)
+        return 1
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    for sentence, mine, theirs in zip(SENTENCES, expected, got):
+        status = "same" if mine == theirs else "DIFFERENT"
+        print(f"{status}: {sentence!r} -> {theirs['tree']} heads {theirs['heads']}")
+    return 0 if got == expected else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
