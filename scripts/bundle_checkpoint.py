@@ -3,7 +3,8 @@
 
 Saves the model (safetensors), config (with auto_map), code and tokenizer into `--output`, scores it with the
 package's scorer, and records `hf_structure_eval.json` (gold treebank UF1/UAS, baselines, MLM perplexity) and
-`hf_structure_training.json` (the exact command, wall time, machine) beside it, and renders the model card (README.md) from them:
+`hf_structure_training.json` (the exact command, wall time, machine) beside it, and renders the model card
+(README.md) from them:
 
     python scripts/bundle_checkpoint.py --run runs/structformer-ptb --command-file runs/command.txt \
         --wall-time-s 5400 --treebank ../shared/data/ptb-sample/dev \
@@ -22,10 +23,10 @@ import torch
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_structure  # noqa: F401  (registers the StructFormer classes)
+from hf_structure.data.treebanks import read_treebank
+from hf_structure.evaluation.perplexity import masked_lm_perplexity
 from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_model
 from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
-from hf_structure.evaluation.perplexity import masked_lm_perplexity
-from hf_structure.data.treebanks import read_treebank
 
 DATASET = "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)"
 

@@ -54,9 +54,9 @@ def main() -> int:
     installed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True)
     print("minimal environment:", " ".join(sorted(line.split("==")[0] for line in installed.stdout.split())))
 
-    import hf_structure  # noqa: F401
     from transformers import pipeline
 
+    import hf_structure  # noqa: F401
     from hf_structure.hub import make_hf_cache
 
     make_hf_cache(args.model, REPO_ID, cache)

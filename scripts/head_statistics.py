@@ -16,9 +16,9 @@ from collections import Counter
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 import hf_structure  # noqa: F401  (registers the models)
-from hf_structure.evaluation.scoring import parse_word_lists
 from hf_structure.bundled import resolve_model_path
 from hf_structure.data.treebanks import read_treebank
+from hf_structure.evaluation.scoring import parse_word_lists
 
 
 def head_statistics(gold, parses) -> dict:

@@ -9,8 +9,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_model_path
 
 ROOT = Path(__file__).parents[1]
@@ -79,7 +77,8 @@ def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
     """Build the wheel (what `pip install .` installs), unpack it, and use it where the source tree is not
     importable: the default pipeline parses, and exporting renders the card from the packaged template."""
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
+         str(ROOT)],
         capture_output=True, text=True, timeout=600,
     )
     assert build.returncode == 0, build.stderr[-3000:]

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from hf_structure.evaluation.baselines import baseline_parses, left_branching, right_branching
 from hf_structure.cli import main
-from hf_structure.evaluation.scoring import evaluate_baseline, score_parses as score_pairs
-from hf_structure.structs.trees import check_heads
 from hf_structure.data.treebanks import read_treebank
+from hf_structure.evaluation.baselines import baseline_parses, left_branching, right_branching
+from hf_structure.evaluation.scoring import evaluate_baseline
+from hf_structure.evaluation.scoring import score_parses as score_pairs
+from hf_structure.structs.trees import check_heads
 
 ROOT = Path(__file__).parents[1]
 

@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from tiny_models import save_tiny_model
+
 from hf_structure.cli import main
 
 ROOT = Path(__file__).parents[1]
@@ -139,7 +139,8 @@ def test_a_bad_line_gets_an_error_and_the_others_are_parsed(model, tmp_path, cap
 def test_io_problems_are_reported_before_parsing(model, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("a dog ran\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match=f"cannot write {tmp_path / 'nowhere' / 'out.jsonl'}: folder .* does not exist"):
+    missing = tmp_path / "nowhere" / "out.jsonl"
+    with pytest.raises(SystemExit, match=f"cannot write {missing}: folder .* does not exist"):
         main(["parse", "--model", "no-such-model", "--input", str(source), "--output",
               str(tmp_path / "nowhere" / "out.jsonl")])
     (tmp_path / "binary").write_bytes(b"a dog\n\xff\xfe\x00\x01")
@@ -167,3 +168,15 @@ def test_each_positional_argument_is_one_sentence(model, capsys):
     main(["parse", "--model", model, "The old man sat on the bench.", "A dog ran."])
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["words"] for r in results] == [["The", "old", "man", "sat", "on", "the", "bench", "."], ["A", "dog", "ran", "."]]
+
+
+def test_conllu_output_keeps_one_sentence_block_per_input_line(model, tmp_path):
+    import conllu
+
+    source, out = tmp_path / "in.txt", tmp_path / "out.conllu"
+    source.write_text("a dog ran\n\n. , !\nthe old man sat\n", encoding="utf-8")
+    main(["parse", "--model", model, "--pretokenized", "--conllu", "--input", str(source), "--output", str(out)])
+    blocks = conllu.parse(out.read_text(encoding="utf-8"))
+    assert [len(block) for block in blocks] == [3, 0, 0, 4]
+    assert "no word besides punctuation" in blocks[2].metadata["error"]
+    assert [token["form"] for token in blocks[3]] == ["the", "old", "man", "sat"]

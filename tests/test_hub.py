@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from tiny_models import save_tiny_model
+
 from hf_structure import hub  # conftest.py puts src/ on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,8 +5,8 @@ their consistency are checked.)"""
 import json
 
 import pytest
-
 from tiny_models import save_tiny_model
+
 import hf_structure  # noqa: F401  (registers the task)
 
 LIMIT = 16  # the tiny model's max_position_embeddings
@@ -312,3 +312,19 @@ def test_bad_input(parser, inputs, kwargs, error, message):
 def test_bad_sentence_in_a_batch_names_its_index(parser, batch, message):
     with pytest.raises((TypeError, ValueError), match=message):
         parser(batch, batch_size=2)
+
+
+def test_heads_are_a_tree_unless_the_argmax_rule_is_asked_for(parser):
+    from hf_structure.structs.trees import check_heads, is_projective
+
+    sentences = [f"the old man sat on the bench {'and ran ' * k}." for k in range(5)]
+    for method in (None, "eisner", "chu-liu-edmonds"):
+        options = {"head_decoding": method} if method else {}
+        for result in parser(sentences, batch_size=3, **options):
+            check_heads(result["heads"])
+            if method == "eisner":
+                assert is_projective(result["heads"])
+    per_word = parser(sentences, batch_size=3, head_decoding="argmax")
+    assert all(result["heads"].count(0) == 1 for result in per_word)  # the highest word is the root in every rule
+    with pytest.raises(ValueError, match="head_decoding must be one of"):
+        parser(TEXT, head_decoding="greedy")

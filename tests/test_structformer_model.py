@@ -1,19 +1,19 @@
 """StructFormer: the memory-lean p_D against the plain L^3 reference, calibration, outputs, save/load, parse."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
-import math
 
 import pytest
 import torch
 from reference_structformer import naive_dependency_distribution
 
 import hf_structure
-from hf_structure.structs import trees as structures
+from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
 from hf_structure.models.structformer import modeling_structformer as modeling
-from hf_structure.data.tokenization import build_word_tokenizer
+from hf_structure.structs import trees as structures
 
 SENTENCES = ["the old man sat on the bench", "a dog ran", "stocks fell sharply after the report was released"]
 

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hf_structure.structs.decoding import chu_liu_edmonds, cky, eisner
-from hf_structure.structs.trees import heads_are_tree, is_projective as heads_are_projective
+from hf_structure.structs.trees import heads_are_tree
+from hf_structure.structs.trees import is_projective as heads_are_projective
 
 PROPERTY = settings(max_examples=100, deadline=None, derandomize=True, database=None)
 INF = float("inf")

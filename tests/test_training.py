@@ -38,8 +38,8 @@ def text_files(tmp_path_factory):
 
 
 def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
-    from hf_structure.data.tokenization import build_word_tokenizer
     from hf_structure.data.collators import ReproducibleMaskingCollator
+    from hf_structure.data.tokenization import build_word_tokenizer
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
     sentences = tokenizer(["the old man sat on the zebra bench a dog ran"] * 50)["input_ids"]
@@ -59,8 +59,8 @@ def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
 
 def test_a_batch_is_masked_the_same_whether_or_not_it_is_the_first_of_the_process():
     # A resumed run's first batch is its process's first; transformers 5.24 reseeds the generator there.
-    from hf_structure.data.tokenization import build_word_tokenizer
     from hf_structure.data.collators import ReproducibleMaskingCollator
+    from hf_structure.data.tokenization import build_word_tokenizer
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
     first = [{"input_ids": ids} for ids in tokenizer(["the old man sat on the bench"] * 20)["input_ids"]]
@@ -130,8 +130,9 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     assert json.loads((tuned / "config.json").read_text())["calibration_scope"] == "batch"
     assert "eval_perplexity" in json.loads((tuned / "eval_results.json").read_text())
 
-    import hf_structure  # noqa: F401
     from transformers import AutoModelForMaskedLM, AutoTokenizer, pipeline
+
+    import hf_structure  # noqa: F401
 
     model = AutoModelForMaskedLM.from_pretrained(tuned)
     before = AutoModelForMaskedLM.from_pretrained(base)

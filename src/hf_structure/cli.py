@@ -4,14 +4,13 @@ Works with any model of the package (it goes through the pipeline and the parsin
 """
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 from .bundled import DEFAULT_MODEL
 from .evaluation.baselines import BASELINES
-
-HEAD_DECODINGS = ("argmax", "eisner", "chu-liu-edmonds")
 
 
 def _fail(command: str, message: str) -> SystemExit:
@@ -84,9 +83,8 @@ def _format(result: dict, output_format: str) -> str:
 
     if output_format == "json":
         return json.dumps(result, ensure_ascii=False) + "\n"
-    if "error" in result or not result["words"]:
-        comment = f"# error = {result['error']}\n" if "error" in result else ""
-        return comment + "\n" if output_format == "conllu" else (f"({result.get('error', '')})\n")
+    if "error" in result or not result["words"]:  # a comment block in the sentence's place keeps the alignment
+        return f"# error = {result['error']}\n\n" if "error" in result else "# empty line\n\n"
     if output_format == "conllu":
         return conllu_text(result)
     return draw_text(result) + "\n"
@@ -105,7 +103,7 @@ def _parse(args) -> None:
     options = {"head_decoding": args.head_decoding} if args.head_decoding else {}
     results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options)
     output_format = "conllu" if args.conllu else "text" if args.draw else "json"
-    with open(args.output, "w", encoding="utf-8") if args.output else _stdout() as output:
+    with open(args.output, "w", encoding="utf-8") if args.output else contextlib.nullcontext(sys.stdout) as output:
         for result in results:
             output.write(_format(result, output_format))
     if args.svg:
@@ -120,16 +118,6 @@ def _parse(args) -> None:
               file=sys.stderr)
         if args.strict:
             raise SystemExit(1)
-
-
-class _stdout:
-    """Standard output as a context manager that is not closed."""
-
-    def __enter__(self):
-        return sys.stdout
-
-    def __exit__(self, *exc):
-        sys.stdout.flush()
 
 
 def _numbered(path: str, number: int) -> str:
@@ -185,7 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--input", help="a UTF-8 file with one sentence per line (blank lines give empty results)")
     parse.add_argument("--output", help="write here (default: standard output)")
     parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words")
-    parse.add_argument("--head-decoding", choices=HEAD_DECODINGS, help="default: the model's own")
+    parse.add_argument("--head-decoding", metavar="METHOD",
+                       help="how the model decodes heads, e.g. argmax, eisner, chu-liu-edmonds (default: its own)")
     style = parse.add_mutually_exclusive_group()
     style.add_argument("--draw", action="store_true", help="draw the trees as text instead of JSON")
     style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON")

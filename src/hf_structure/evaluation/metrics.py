@@ -9,7 +9,6 @@ words, not the whole sentence), which `scored_spans` selects.
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-
 from pathlib import Path
 
 from ..structs.trees import Span

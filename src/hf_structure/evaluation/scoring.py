@@ -44,7 +44,8 @@ def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: s
 
 def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
     gold = read_treebank(treebank)
-    parses = [{"spans": spans, "heads": heads} for spans, heads in baseline_parses(name, [len(g.words) for g in gold], seed)]
+    trees = baseline_parses(name, [len(g.words) for g in gold], seed)
+    parses = [{"spans": spans, "heads": heads} for spans, heads in trees]
     return {"parser": name, **score_parses(gold, parses)}
 
 

@@ -24,7 +24,6 @@ from transformers import Pipeline
 from .word_tokenization import word_tokenize
 
 PUNCTUATION = re.compile(r"^(?:[.,;:!?'\"`()\[\]{}\-\u2013\u2014\u2026$#]+|-[LR][RCS]B-)$")
-HEAD_DECODINGS = ("argmax", "eisner", "chu-liu-edmonds")
 
 
 def is_punctuation(token: str) -> bool:
@@ -92,9 +91,10 @@ class UnsupervisedParsingPipeline(Pipeline):
     rejected. Each output is a dict with `words` (the input words, or the PTB-style split of the text) and what the
     model gives: `tree` (bracketed, brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
     `[start, end)`, two or more words, whole sentence first) for constituents; `heads` (1-based, 0 = root) and
-    `deprels` for dependencies. Options: `head_decoding` (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`; default:
-    the model's config), `keep_punctuation=False` (drop re-attached punctuation from the output),
-    `return_scores=True` (the model's extras under `scores`), `output_format="conllu"` (CoNLL-U text).
+    `deprels` for dependencies. Options: `head_decoding` (for models that decode heads from arc scores, e.g.
+    `"argmax"`, `"eisner"`, `"chu-liu-edmonds"`; default: the model's config), `keep_punctuation=False` (drop
+    re-attached punctuation from the output), `return_scores=True` (the model's extras under `scores`),
+    `output_format="conllu"` (CoNLL-U text).
     """
 
     _load_processor = False
@@ -114,9 +114,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         preprocess, forward, postprocess = {}, {}, {}
         if is_split_into_words is not None:
             preprocess["is_split_into_words"] = is_split_into_words
-        if head_decoding is not None:
-            if head_decoding not in HEAD_DECODINGS:
-                raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
+        if head_decoding is not None:  # the model says which decodings it knows
             forward["head_decoding"] = head_decoding
         if keep_punctuation is not None:
             postprocess["keep_punctuation"] = keep_punctuation

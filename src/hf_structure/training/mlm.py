@@ -13,10 +13,10 @@ from transformers import (
 )
 from transformers.trainer_utils import get_last_checkpoint
 
-from ..data.text import ptb_lm_lines, text_file_lines
-from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
-from ..data.tokenization import build_word_tokenizer
 from ..data.collators import ReproducibleMaskingCollator, tokenize_sentences
+from ..data.text import ptb_lm_lines, text_file_lines
+from ..data.tokenization import build_word_tokenizer
+from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
 from .trainer import MaskedLMTrainer
 
 logger = logging.getLogger(__name__)

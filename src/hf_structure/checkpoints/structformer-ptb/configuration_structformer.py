@@ -2,7 +2,6 @@
 
 from transformers import PretrainedConfig
 
-
 AUTO_MAP = {
     "AutoConfig": "configuration_structformer.StructFormerConfig",
     "AutoModel": "modeling_structformer.StructFormerModel",

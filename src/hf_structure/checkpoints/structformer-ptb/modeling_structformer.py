@@ -22,7 +22,7 @@ from transformers import PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from .configuration_structformer import StructFormerConfig
+from .configuration_structformer import HEAD_DECODINGS, StructFormerConfig
 
 
 def split_mask_from(mask: torch.Tensor) -> torch.Tensor:
@@ -556,6 +556,8 @@ class StructFormerModel(StructFormerPreTrainedModel):
         `heights` (n). Raises ValueError naming the sentence when one cannot be parsed.
         """
         method = head_decoding or self.config.head_decoding
+        if method not in HEAD_DECODINGS:
+            raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {method!r}")
         limit = self.config.max_position_embeddings
         for index, words in enumerate(sentences):
             if not words:
