@@ -4,6 +4,7 @@ Importing the package registers its models with the Auto classes (through `regis
 `unsupervised-parsing` pipeline task, and lets `transformers.pipeline` accept the bundled short names.
 """
 
+from .models.g2gtr import G2GTrConfig, G2GTrForParsing
 from .models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
 from .registry import CardMetric, ModelSpec, model_spec, register_model
 
@@ -51,10 +52,28 @@ register_model(
     )
 )
 
+register_model(
+    ModelSpec(
+        config_class=G2GTrConfig,
+        auto_classes={"AutoModel": G2GTrForParsing},
+        parsing_class="AutoModel",
+        card_template="g2gtr.md",
+        card_metrics=(
+            CardMetric("uas", "UAS", "Unlabelled attachment score (all words, punctuation included)"),
+            CardMetric("las", "LAS", "Labelled attachment score (all words; universal relation labels)"),
+        ),
+        card_tags=("g2gtr", "dependency-parsing", "transition-based-parsing", "universal-dependencies"),
+        pipeline_tag="token-classification",
+        datasets=("universal_dependencies",),
+    )
+)
+
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the model classes above)
 
 __all__ = [
     "CardMetric",
+    "G2GTrConfig",
+    "G2GTrForParsing",
     "ModelSpec",
     "StructFormerConfig",
     "StructFormerForMaskedLM",

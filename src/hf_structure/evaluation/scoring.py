@@ -92,3 +92,24 @@ def evaluate_model(model, tokenizer, gold: Sequence[GoldSentence], batch_size: i
         alternative = score_parses(gold, [{"heads": p["heads"]} for p in parses], suffix=f"_{method}")
         scores.update({key: value for key, value in alternative.items() if key != "sentences"})
     return scores
+
+
+def score_all_words(gold: Sequence[dict], parses: Sequence[dict]) -> dict:
+    """Attachment scores over every word, punctuation included, as the CoNLL 2018 shared task scores gold-tokenised
+    input: `uas`, `las` (labels compared on their universal part, before `:`), `uuas`, `valid_trees`; percentages.
+    `gold` are `read_conllu` sentences."""
+    if len(parses) != len(gold):
+        raise ValueError(f"{len(parses)} parses for {len(gold)} gold sentences")
+
+    def universal(labels):
+        return [label.split(":")[0] for label in labels]
+
+    labelled = all("deprels" in p for p in parses)
+    scores = attachment_scores(
+        [p["heads"] for p in parses],
+        [g["heads"] for g in gold],
+        [universal(p["deprels"]) for p in parses] if labelled else None,
+        [universal(g["deprels"]) for g in gold] if labelled else None,
+    )
+    scores["valid_trees"] = sum(heads_are_tree(p["heads"]) for p in parses) / len(parses)
+    return {"sentences": len(gold), **{key: round(100 * value, 2) for key, value in scores.items()}}

@@ -1,4 +1,4 @@
-"""The masked-LM `Trainer`: reproducible length-grouped batches and perplexity in the logs."""
+"""Trainers: reproducible length-grouped batches, and perplexity in the masked-LM logs."""
 
 import math
 
@@ -20,8 +20,9 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         self.generator.manual_seed(self.seed + epoch)
 
 
-class MaskedLMTrainer(Trainer):
-    """`Trainer` with reproducible length-grouped batches and `eval_perplexity` (= exp eval_loss) in the logs."""
+class LengthGroupedTrainer(Trainer):
+    """`Trainer` whose length-grouped batches (`train_sampling_strategy="group_by_length"`) depend only on the seed
+    and the epoch, so a resumed run sees the batches of the uninterrupted one."""
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -32,6 +33,10 @@ class MaskedLMTrainer(Trainer):
             lengths=train_dataset["length"],
             seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
         )
+
+
+class MaskedLMTrainer(LengthGroupedTrainer):
+    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs."""
 
     def evaluate(self, *args, **kwargs):
         metrics = super().evaluate(*args, **kwargs)
