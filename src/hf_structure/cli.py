@@ -142,7 +142,12 @@ def _evaluate(args) -> dict:
     from .bundled import load_model_and_tokenizer, resolve_model_path
 
     model, tokenizer = load_model_and_tokenizer(args.model)
-    scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size)}
+    if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
+        from .evaluation.scoring import evaluate_on_conllu
+
+        scores = {"parser": args.model, **evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size)}
+    else:
+        scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size)}
     if args.lm_text:
         from .evaluation.perplexity import masked_lm_perplexity
 

@@ -113,3 +113,33 @@ def score_all_words(gold: Sequence[dict], parses: Sequence[dict]) -> dict:
     )
     scores["valid_trees"] = sum(heads_are_tree(p["heads"]) for p in parses) / len(parses)
     return {"sentences": len(gold), **{key: round(100 * value, 2) for key, value in scores.items()}}
+
+
+ALL_WORDS_SCORING = (
+    "uas/las/uuas: every word, punctuation included, labels compared on their universal part (the CoNLL 2018 "
+    "convention); *_no_punct: PUNCT words removed and heads on them walked up (the unsupervised parsers' convention)"
+)
+
+
+def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64) -> dict:
+    """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
+    are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed."""
+    import time
+
+    from ..data.treebanks import content_heads, read_conllu
+
+    sentences = read_conllu(path)
+    start = time.perf_counter()
+    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size)
+    seconds = time.perf_counter() - start
+    scores = score_all_words(sentences, parses)
+    kept = [(s, p) for s, p in zip(sentences, parses) if any(tag != "PUNCT" for tag in s["upos"])]
+    punctuation = frozenset({"PUNCT"})
+    no_punct = attachment_scores(
+        [content_heads(s["upos"], p["heads"], punctuation) for s, p in kept],
+        [content_heads(s["upos"], s["heads"], punctuation) for s, _ in kept],
+    )
+    scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
+    scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
+    scores["scoring"] = ALL_WORDS_SCORING
+    return scores

@@ -18,8 +18,8 @@ class G2GTrConfig(PretrainedConfig):
         hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size,
         layer_norm_eps, initializer_range: the BERT encoder's (defaults: all-MiniLM-L6-v2's).
         graph_layers: how many of the top encoder layers take the partial graph as input. The layers below are
-            computed once per sentence and shared by all its parser configurations; all layers (the paper) is
-            `num_hidden_layers`.
+            computed once per sentence and shared by all its parser configurations. Default: all of them, as in the
+            paper.
         deprels: the dependency labels the parser predicts, in id order.
         action_hidden_size, label_hidden_size: hidden sizes of the action and label MLPs.
         classifier_dropout: dropout in both MLPs.
@@ -43,7 +43,7 @@ class G2GTrConfig(PretrainedConfig):
         type_vocab_size=2,
         layer_norm_eps=1e-12,
         initializer_range=0.02,
-        graph_layers=6,
+        graph_layers=None,
         deprels=("dep",),
         action_hidden_size=500,
         label_hidden_size=100,
@@ -53,6 +53,7 @@ class G2GTrConfig(PretrainedConfig):
         pad_token_id=0,
         **kwargs,
     ):
+        graph_layers = num_hidden_layers if graph_layers is None else graph_layers
         if not 0 <= graph_layers <= num_hidden_layers:
             raise ValueError(f"graph_layers must be between 0 and num_hidden_layers, got {graph_layers}")
         if hidden_size % num_attention_heads:

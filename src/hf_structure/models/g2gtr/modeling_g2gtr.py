@@ -92,6 +92,11 @@ class G2GTrOutput(ModelOutput):
     label_logits: torch.FloatTensor | None = None
 
 
+class G2GTrNewEmbedding(nn.Embedding):
+    """Embeddings that the pretrained encoder did not have (graph relations, labels): initialised to zero, so a
+    pretrained encoder starts out computing exactly what it computed before."""
+
+
 class G2GTrEmbeddings(nn.Module):
     """BERT's input embeddings (word piece + position + segment 0, layer norm, dropout)."""
 
@@ -122,8 +127,8 @@ class G2GTrAttention(nn.Module):
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
-        self.relation_keys = nn.Embedding(3, self.head_dim) if graph else None
-        self.relation_values = nn.Embedding(3, self.head_dim) if graph else None
+        self.relation_keys = G2GTrNewEmbedding(3, self.head_dim) if graph else None
+        self.relation_values = G2GTrNewEmbedding(3, self.head_dim) if graph else None
 
     def forward(self, hidden: torch.Tensor, mask_bias: torch.Tensor, relations: torch.Tensor | None) -> torch.Tensor:
         batch, length, _ = hidden.shape
@@ -180,17 +185,15 @@ class G2GTrPreTrainedModel(PreTrainedModel):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
                 init.zeros_(module.bias)
+        elif isinstance(module, G2GTrNewEmbedding):
+            init.zeros_(module.weight)
         elif isinstance(module, nn.Embedding):
             init.normal_(module.weight, mean=0.0, std=std)
         elif isinstance(module, nn.LayerNorm):
             init.ones_(module.weight)
             init.zeros_(module.bias)
-        if isinstance(module, G2GTrAttention) and module.relation_keys is not None:
-            # Zero relation embeddings: a pretrained encoder starts out computing exactly what it computed before.
-            init.zeros_(module.relation_keys.weight)
-            init.zeros_(module.relation_values.weight)
         elif isinstance(module, G2GTrForParsing):
-            init.zeros_(module.label_embeddings.weight)
+            init.zeros_(module.empty_slots)
 
 
 class G2GTrForParsing(G2GTrPreTrainedModel):
@@ -204,7 +207,7 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         first_graph = config.num_hidden_layers - config.graph_layers
         self.layers = nn.ModuleList(G2GTrLayer(config, i >= first_graph) for i in range(config.num_hidden_layers))
         # Index 0: no label (a word not attached yet); label l is id l + 1.
-        self.label_embeddings = nn.Embedding(len(config.deprels) + 1, config.hidden_size)
+        self.label_embeddings = G2GTrNewEmbedding(len(config.deprels) + 1, config.hidden_size)
         # Stand-ins for an empty stack slot or buffer front.
         self.empty_slots = nn.Parameter(torch.zeros(3, config.hidden_size))
         d, dropout = config.hidden_size, config.classifier_dropout

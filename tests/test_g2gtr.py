@@ -1,0 +1,171 @@
+"""The Graph-to-Graph Transformer parser: its encoder is BERT's, sharing the lower layers changes no score, decoding
+gives trees and does not depend on the batch, and an exported folder parses the same without hf_structure."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
+from hf_structure.structs.trees import heads_are_tree
+from hf_structure.training.parser import (
+    OracleCollator,
+    ParserModelArguments,
+    load_bert_encoder,
+    new_parser,
+    oracle_examples,
+)
+
+SENTENCES = [
+    {"id": "a", "words": ["the", "dog", "ran", "."], "heads": [2, 3, 0, 3], "deprels": ["det", "nsubj", "root",
+                                                                                      "punct"]},
+    {"id": "b", "words": ["a", "hearing", "is", "scheduled", "on", "the", "issue", "today"],
+     "heads": [2, 4, 4, 0, 7, 7, 2, 4], "deprels": ["det", "nsubj:pass", "aux:pass", "root", "case", "det", "nmod",
+                                                    "obl:tmod"]},
+]
+DEPRELS = sorted({label for sentence in SENTENCES for label in sentence["deprels"]})
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    """A tiny random BERT checkpoint with a WordPiece tokenizer (the stand-in for MiniLM)."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("bert")
+    words = sorted({w for s in SENTENCES for w in s["words"]} | {"##s", "##ing", "old", "man", "sat", "bench"})
+    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    tokenizer = BertTokenizerFast(vocab=str(folder / "vocab.txt"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def parser(bert_folder):
+    torch.manual_seed(1)
+    model, tokenizer = new_parser(ParserModelArguments(encoder=str(bert_folder), graph_layers=2), DEPRELS)
+    with torch.no_grad():  # random graph and label embeddings, so that the graph input changes the scores
+        for name, parameter in model.named_parameters():
+            if "relation_" in name or "label_embeddings" in name:
+                parameter.normal_(0, 0.5)
+    return model.eval(), tokenizer
+
+
+def test_the_encoder_is_bert_until_a_graph_enters(bert_folder):
+    from transformers import AutoTokenizer, BertModel
+
+    model, _ = new_parser(ParserModelArguments(encoder=str(bert_folder), graph_layers=3), DEPRELS)
+    tokenizer = AutoTokenizer.from_pretrained(bert_folder)
+    batch = tokenizer(["the dogs ran", "a hearing is scheduled today"], padding=True, return_tensors="pt")
+    assert tokenizer.unk_token_id not in batch["input_ids"].tolist()[1]  # real pieces, "dogs" as "dog ##s"
+    bert = BertModel.from_pretrained(bert_folder).eval()
+    model.eval()
+    relations = torch.zeros(2, *batch["input_ids"].shape[1:2] * 2, dtype=torch.long)
+    with torch.no_grad():
+        ours = model.encode_configurations(model.encode_sentences(batch["input_ids"], batch["attention_mask"]),
+                                           batch["attention_mask"], relations, torch.zeros_like(batch["input_ids"]))
+        theirs = bert(**batch).last_hidden_state
+    real = batch["attention_mask"].bool()
+    assert torch.allclose(ours[real], theirs[real], atol=1e-5)  # zero-initialised graph input: BERT exactly
+
+
+def test_load_bert_encoder_refuses_a_checkpoint_that_lacks_weights(bert_folder, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(bert_folder / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if "layer.1." not in k}, tmp_path / "model.safetensors")
+    vocab_size = weights["embeddings.word_embeddings.weight"].shape[0]
+    model = G2GTrForParsing(G2GTrConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3,
+                                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    with pytest.raises(ValueError, match="encoder weights missing"):
+        load_bert_encoder(model, tmp_path)
+
+
+def test_shared_lower_layers_give_the_scores_of_one_configuration_at_a_time(parser):
+    model, tokenizer = parser
+    examples = oracle_examples(SENTENCES, tokenizer, DEPRELS, per_example=4)
+    batch = OracleCollator(tokenizer.pad_token_id)([examples[i] for i in range(len(examples))])
+    with torch.no_grad():
+        together = model(**batch)
+        for c in range(len(batch["actions"])):
+            s = int(batch["sentence_index"][c])
+            alone = model(
+                input_ids=batch["input_ids"][s : s + 1], attention_mask=batch["attention_mask"][s : s + 1],
+                relations=batch["relations"][c : c + 1], token_labels=batch["token_labels"][c : c + 1],
+                slot_positions=batch["slot_positions"][c : c + 1],
+            )
+            assert torch.allclose(alone.action_logits[0], together.action_logits[c], atol=1e-5)
+            assert torch.allclose(alone.label_logits[0], together.label_logits[c], atol=1e-5)
+    # every oracle configuration of both sentences appears once
+    assert len(batch["actions"]) == sum(len(e["steps"]) for e in examples)
+    assert batch["relations"].amax() == 2 and batch["token_labels"].amax() > 0  # partial graphs are in the batch
+
+
+def test_training_loss_reaches_the_graph_embeddings(parser):
+    model, tokenizer = parser
+    model.train()
+    examples = oracle_examples(SENTENCES, tokenizer, DEPRELS, per_example=8)
+    batch = OracleCollator(tokenizer.pad_token_id)([examples[i] for i in range(len(examples))])
+    loss = model(**batch).loss
+    loss.backward()
+    model.eval()
+    assert torch.isfinite(loss)
+    top = model.layers[-1].attention
+    assert top.relation_keys.weight.grad.abs().sum() > 0 and top.relation_values.weight.grad.abs().sum() > 0
+    assert model.layers[0].attention.relation_keys is None  # below the graph layers: no graph input
+    model.zero_grad()
+
+
+def test_decoding_gives_trees_and_does_not_depend_on_the_batch(parser):
+    model, tokenizer = parser
+    words = [s["words"] for s in SENTENCES] + [["the", "old", "man", "sat"], ["sat"]]
+    together = model.parse(words, tokenizer)
+    for sentence, parse in zip(words, together):
+        assert parse["words"] == sentence and heads_are_tree(parse["heads"])
+        assert len(parse["deprels"]) == len(sentence) and set(parse["deprels"]) <= set(DEPRELS)
+        assert parse == model.parse([sentence], tokenizer)[0]
+    with pytest.raises(ValueError, match="no option"):
+        model.parse(words, tokenizer, head_decoding="argmax")
+
+
+def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_path):
+    from hf_structure.hub import export_model_folder
+    from hf_structure.hub.records import EVAL_RECORD, TRAINING_RECORD, write_json
+
+    model, tokenizer = parser
+    folder = tmp_path / "g2gtr-test"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    write_json(folder / EVAL_RECORD, {"dataset": "two sentences", "uas": 50.0, "las": 25.0})
+    write_json(folder / TRAINING_RECORD, {"command": "x", "wall_time_s": 1, "machine": "x", "steps": 1, "epochs": 1})
+    out = export_model_folder(folder, tmp_path / "export", repo_id="org/g2gtr-test")
+    assert "# g2gtr-test" in (out / "README.md").read_text()
+    from transformers import pipeline
+
+    text = "the old man sat on the bench ."
+    expected = pipeline("unsupervised-parsing", model=str(out))(text.split(), is_split_into_words=True)
+    code = f"""
+import json, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('hf_structure', 'nltk'):
+            raise ImportError(name)
+sys.meta_path.insert(0, Block())
+from transformers import pipeline
+parser = pipeline(model={str(out)!r}, trust_remote_code=True)
+print(json.dumps(parser({text.split()!r}, is_split_into_words=True)))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TRANSFORMERS_VERBOSITY="error")
+    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == expected
+    assert (out / "modeling_g2gtr.py").is_file() and Path(out / "configuration_g2gtr.py").is_file()
