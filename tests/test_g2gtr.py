@@ -169,3 +169,23 @@ print(json.dumps(parser({text.split()!r}, is_split_into_words=True)))
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == expected
     assert (out / "modeling_g2gtr.py").is_file() and Path(out / "configuration_g2gtr.py").is_file()
+
+
+def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_path):
+    import conllu
+    from transformers import pipeline
+
+    model, tokenizer = parser
+    folder = tmp_path / "parser"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    parse = pipeline("unsupervised-parsing", model=str(folder))
+    result = parse("The dog ran.")  # raw text, split PTB-style; punctuation reaches the parser
+    assert result["words"] == ["The", "dog", "ran", "."] and heads_are_tree(result["heads"])
+    assert set(result) == {"words", "heads", "deprels"} and len(result["deprels"]) == 4
+    text = parse([["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]], output_format="conllu")
+    blocks = conllu.parse("".join(text))
+    assert [[t["form"] for t in b] for b in blocks] == [["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]]
+    assert all(t["deprel"] in DEPRELS for b in blocks for t in b)
+    assert [[t["head"] for t in b] for b in blocks] == [r["heads"] for r in parse([["the", "dog", "ran"],
+                                                                                  ["a", "hearing", "is", "scheduled"]])]
