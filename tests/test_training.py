@@ -198,3 +198,15 @@ def test_evaluation_during_training_logs_perplexity_and_parsing_scores_with_the_
     perplexities = [entry for entry in history if "eval_perplexity" in entry]
     assert [entry["step"] for entry in perplexities] == [2, 4]
     assert all(entry["eval_perplexity"] > 1 for entry in perplexities)
+
+
+def test_a_checkpoint_killed_while_saving_is_passed_over(tmp_path):
+    from hf_structure.training.trainer import last_complete_checkpoint
+
+    assert last_complete_checkpoint(str(tmp_path / "missing")) is None
+    for step, complete in ((8, True), (16, True), (24, False)):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        if complete:
+            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-final").mkdir()
+    assert last_complete_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-16")

@@ -11,13 +11,12 @@ from transformers import (
     TrainingArguments,
     set_seed,
 )
-from transformers.trainer_utils import get_last_checkpoint
 
 from ..data.collators import ReproducibleMaskingCollator, tokenize_sentences
 from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
 from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
-from .trainer import MaskedLMTrainer
+from .trainer import MaskedLMTrainer, last_complete_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -192,8 +191,8 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
 
     if training_args.do_train:
         checkpoint = training_args.resume_from_checkpoint
-        if checkpoint is None and os.path.isdir(training_args.output_dir):
-            checkpoint = get_last_checkpoint(training_args.output_dir)
+        if checkpoint is None:
+            checkpoint = last_complete_checkpoint(training_args.output_dir)
             if checkpoint:
                 logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
         result = trainer.train(resume_from_checkpoint=checkpoint)

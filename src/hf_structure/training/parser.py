@@ -3,7 +3,6 @@
 and the dev-set callback."""
 
 import logging
-import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +10,6 @@ from pathlib import Path
 import torch
 from datasets import Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
 from ..data.treebanks import read_conllu
 from ..models.g2gtr.modeling_g2gtr import (
@@ -21,7 +19,7 @@ from ..models.g2gtr.modeling_g2gtr import (
     _slot_positions,
 )
 from ..structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration, swap_oracle
-from .trainer import LengthGroupedTrainer
+from .trainer import LengthGroupedTrainer, last_complete_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -300,8 +298,8 @@ def main(model_args: ParserModelArguments, data_args: ParserDataArguments, train
         new_parameters_lr_scale=data_args.new_parameters_lr_scale,
     )
     checkpoint = training_args.resume_from_checkpoint
-    if checkpoint is None and os.path.isdir(training_args.output_dir):
-        checkpoint = get_last_checkpoint(training_args.output_dir)
+    if checkpoint is None:
+        checkpoint = last_complete_checkpoint(training_args.output_dir)
         if checkpoint:
             logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
     result = trainer.train(resume_from_checkpoint=checkpoint)

@@ -1,6 +1,8 @@
 """Trainers: reproducible length-grouped batches, and perplexity in the masked-LM logs."""
 
 import math
+import os
+import re
 
 import torch
 from transformers import Trainer
@@ -45,3 +47,17 @@ class MaskedLMTrainer(LengthGroupedTrainer):
             metrics[f"{prefix}_perplexity"] = math.exp(min(metrics[f"{prefix}_loss"], 50.0))
             self.log({f"{prefix}_perplexity": metrics[f"{prefix}_perplexity"]})
         return metrics
+
+
+def last_complete_checkpoint(output_dir: str) -> str | None:
+    """The newest `checkpoint-N` folder of `output_dir` that was written to the end (`trainer_state.json` is saved
+    last), so that a run killed while saving resumes from the checkpoint before."""
+    if not os.path.isdir(output_dir):
+        return None
+    steps = [
+        int(match.group(1))
+        for name in os.listdir(output_dir)
+        if (match := re.fullmatch(r"checkpoint-(\d+)", name))
+        and os.path.isfile(os.path.join(output_dir, name, "trainer_state.json"))
+    ]
+    return os.path.join(output_dir, f"checkpoint-{max(steps)}") if steps else None

@@ -1,0 +1,5 @@
+"""The `g2gtr-ewt` checkpoint folder, registered with hf_structure as a short name through an entry point."""
+
+from pathlib import Path
+
+CHECKPOINT = Path(__file__).parent / "g2gtr-ewt"

@@ -1,0 +1,75 @@
+#!/usr/bin/env python
+"""Turn a finished `run_parser.py` run into a bundled parser checkpoint: weights (in half precision when that changes
+no parse of the dev set; the config keeps float32, so it loads and runs in float32), tokenizer, the run's training
+record, the evaluation record (test scores, with the dev scores beside them) and the model card.
+
+    python scripts/bundle_parser.py --run runs/g2gtr-ewt \
+        --output packages/hf-structure-g2gtr-ewt/src/hf_structure_g2gtr_ewt/g2gtr-ewt \
+        --dev ../shared/data/ud-english-ewt/en_ewt-ud-dev.conllu \
+        --test ../shared/data/ud-english-ewt/en_ewt-ud-test.conllu --dataset "UD English-EWT r2.16 (test)"
+"""
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+import hf_structure  # noqa: F401  (registers the models)
+from hf_structure.bundled import load_model_and_tokenizer
+from hf_structure.data.treebanks import read_conllu
+from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
+from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run", required=True, help="run_parser.py output folder (final model + training record)")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--dev", required=True, help="dev CoNLL-U: the half-precision check and the dev scores")
+    parser.add_argument("--test", required=True, help="test CoNLL-U: the scores the card reports")
+    parser.add_argument("--dataset", required=True, help="display name of the test treebank")
+    parser.add_argument("--notes", default="", help="anything about the run a reader should know")
+    args = parser.parse_args()
+    run, output = Path(args.run), Path(args.output)
+
+    model, tokenizer = load_model_and_tokenizer(str(run))
+    dev_words = [sentence["words"] for sentence in read_conllu(args.dev)]
+    full = parse_word_lists(model, tokenizer, dev_words)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(parameter.half().float())
+    rounded = parse_word_lists(model, tokenizer, dev_words)
+    changed = sum(a != b for a, b in zip(full, rounded))
+    print(f"half precision changes {changed} of {len(dev_words)} dev parses")
+
+    if output.exists():
+        shutil.rmtree(output)
+    (model if changed == 0 else load_model_and_tokenizer(str(run))[0]).save_pretrained(output)
+    tokenizer.save_pretrained(output)
+    if changed == 0:
+        weights = output / "model.safetensors"
+        save_file({name: tensor.half() for name, tensor in load_file(weights).items()}, weights,
+                  metadata={"format": "pt"})
+
+    training = json.loads((run / TRAINING_RECORD).read_text())
+    notes = [args.notes] if args.notes else []
+    notes.append(f"weights stored in {'half' if changed == 0 else 'full'} precision "
+                 f"(half precision changed {changed} of {len(dev_words)} EWT dev parses)")
+    training["notes"] = "; ".join(filter(None, [training.get("notes"), *notes]))
+    (output / TRAINING_RECORD).write_text(json.dumps(training, indent=2) + "\n")
+
+    bundled, tokenizer = load_model_and_tokenizer(str(output))
+    dev = evaluate_on_conllu(bundled, tokenizer, args.dev)
+    test = evaluate_on_conllu(bundled, tokenizer, args.test)
+    record = {"dataset": args.dataset, "dataset_id": "universal_dependencies", "dataset_split": "en_ewt test",
+              **test, "dev": {key: value for key, value in dev.items() if key != "scoring"}}
+    (output / EVAL_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    render_model_card(output).save(output / "README.md")
+    print(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main()
