@@ -242,3 +242,18 @@ def test_a_killed_parser_run_resumes_from_its_last_checkpoint_and_loses_nothing(
     assert "resuming from the last checkpoint in the output folder" in resumed.stderr
     expected, actual = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
     assert all(torch.allclose(expected[name], actual[name], atol=1e-6) for name in expected)
+
+
+def test_two_cpu_processes_with_torchrun(bert_folder, tmp_path):
+    treebank = tmp_path / "train.conllu"
+    treebank.write_text(conllu_text(SENTENCES * 4))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[1] / "src"),
+               HF_HUB_OFFLINE="1")
+    command = run_parser_command(bert_folder, treebank, tmp_path / "ddp", "--ddp_backend", "gloo")
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29547",
+               *command[1:]]
+    command[command.index("--max_steps") + 1] = "3"
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    state = json.loads((tmp_path / "ddp" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3 and (tmp_path / "ddp" / "model.safetensors").exists()

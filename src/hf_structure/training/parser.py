@@ -304,6 +304,9 @@ def main(model_args: ParserModelArguments, data_args: ParserDataArguments, train
             logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model()
+    trainer.log_metrics("train", result.metrics)
+    trainer.save_metrics("train", result.metrics)
+    trainer.save_state()
     if trainer.is_world_process_zero():
         from .mlm import write_training_record
 

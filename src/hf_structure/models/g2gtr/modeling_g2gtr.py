@@ -280,12 +280,11 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         action_logits, label_logits = self.classify(states, slot_positions)
         loss = None
         if actions is not None:
-            loss = F.cross_entropy(action_logits.float(), actions)
-            on_arc = arc_labels.ne(-100)
-            if on_arc.any():
-                direction = (actions[on_arc] == RIGHT_ARC).long()  # 0: LEFT_ARC, 1: RIGHT_ARC
-                chosen = label_logits[on_arc].gather(1, direction[:, None, None].expand(-1, 1, label_logits.size(-1)))
-                loss = loss + F.cross_entropy(chosen.squeeze(1).float(), arc_labels[on_arc])
+            direction = (actions == RIGHT_ARC).long()  # which label scores apply: 0 LEFT_ARC, 1 RIGHT_ARC
+            chosen = label_logits.gather(1, direction[:, None, None].expand(-1, 1, label_logits.size(-1))).squeeze(1)
+            # A mean over the arc steps; a sum over none is 0 and still reaches every parameter (DDP needs that).
+            label_loss = F.cross_entropy(chosen.float(), arc_labels, ignore_index=-100, reduction="sum")
+            loss = F.cross_entropy(action_logits.float(), actions) + label_loss / arc_labels.ne(-100).sum().clamp(min=1)
         return G2GTrOutput(loss=loss, action_logits=action_logits, label_logits=label_logits)
 
     @torch.no_grad()
