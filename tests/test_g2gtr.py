@@ -257,3 +257,15 @@ def test_two_cpu_processes_with_torchrun(bert_folder, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     state = json.loads((tmp_path / "ddp" / "trainer_state.json").read_text())
     assert state["global_step"] == 3 and (tmp_path / "ddp" / "model.safetensors").exists()
+
+
+def test_without_graph_layers_the_configuration_does_not_change_the_encoding(bert_folder):
+    model, tokenizer = new_parser(ParserModelArguments(encoder=str(bert_folder), graph_layers=0), DEPRELS)
+    model.eval()
+    examples = oracle_examples(SENTENCES[:1], tokenizer, DEPRELS, per_example=100)
+    batch = OracleCollator(tokenizer.pad_token_id)([examples[0]])
+    with torch.no_grad():
+        states = model.encode_sentences(batch["input_ids"], batch["attention_mask"])[batch["sentence_index"]]
+        encoded = model.encode_configurations(states, batch["attention_mask"][batch["sentence_index"]],
+                                              batch["relations"], batch["token_labels"])
+    assert torch.equal(encoded, states)  # only the stack and buffer slots tell configurations apart

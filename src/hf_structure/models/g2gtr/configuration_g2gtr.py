@@ -19,7 +19,7 @@ class G2GTrConfig(PretrainedConfig):
         layer_norm_eps, initializer_range: the BERT encoder's (defaults: all-MiniLM-L6-v2's).
         graph_layers: how many of the top encoder layers take the partial graph as input. The layers below are
             computed once per sentence and shared by all its parser configurations. Default: all of them, as in the
-            paper.
+            paper; 0 is the Sentence Transformer baseline without graph input (no relations, no label embeddings).
         deprels: the dependency labels the parser predicts, in id order.
         action_hidden_size, label_hidden_size: hidden sizes of the action and label MLPs.
         classifier_dropout: dropout in both MLPs.

@@ -236,6 +236,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
     def encode_configurations(self, sentence_states, attention_mask, relations, token_labels):
         """The graph layers over each configuration (`relations` `(C, T, T)`, `token_labels` `(C, T)` with 0 for
         none): `(C, T, d)`. `sentence_states` and `attention_mask` are already one row per configuration."""
+        if not self.config.graph_layers:  # the baseline without graph input: labels do not enter either
+            return sentence_states
         hidden = sentence_states + self.label_embeddings(token_labels)
         mask_bias = _mask_bias(attention_mask, hidden.dtype)
         for layer in self.layers[self.first_graph_layer :]:
