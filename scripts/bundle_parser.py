@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--test", required=True, help="test CoNLL-U: the scores the card reports")
     parser.add_argument("--dataset", required=True, help="display name of the test treebank")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
+    parser.add_argument("--continues", help="the earlier run folder this run fine-tuned (its stages come first)")
     args = parser.parse_args()
     run, output = Path(args.run), Path(args.output)
 
@@ -55,11 +56,25 @@ def main() -> None:
                   metadata={"format": "pt"})
 
     training = json.loads((run / TRAINING_RECORD).read_text())
-    notes = [args.notes] if args.notes else []
-    notes.append(f"weights stored in {'half' if changed == 0 else 'full'} precision "
-                 f"(half precision changed {changed} of {len(dev_words)} EWT dev parses)")
-    training["notes"] = "; ".join(filter(None, [training.get("notes"), *notes]))
-    (output / TRAINING_RECORD).write_text(json.dumps(training, indent=2) + "\n")
+    training["notes"] = "; ".join(filter(None, [training.get("notes"), args.notes]))
+    stages = [training]
+    if args.continues:  # each stage fine-tunes the model the stage before it saved
+        earlier = json.loads((Path(args.continues) / TRAINING_RECORD).read_text())
+        stages = [*earlier.get("stages", [earlier]), training]
+    keys = ("command", "wall_time_s", "steps", "epochs", "notes")
+    record = {
+        "command": "\n".join(f"# stage {k}\n{s['command']}" for k, s in enumerate(stages, 1))
+        if len(stages) > 1 else training["command"],
+        "wall_time_s": sum(stage["wall_time_s"] for stage in stages),
+        "machine": training["machine"],
+        "steps": sum(stage["steps"] for stage in stages),
+        "epochs": round(sum(stage["epochs"] for stage in stages), 2),
+        "train_data": f"{Path(args.dev).name.replace('-dev', '-train')} (every oracle configuration once an epoch)",
+        "notes": f"weights stored in {'half' if changed == 0 else 'full'} precision (half precision changed "
+                 f"{changed} of {len(dev_words)} dev parses)",
+        "stages": [{key: stage[key] for key in keys if stage.get(key)} for stage in stages],
+    }
+    (output / TRAINING_RECORD).write_text(json.dumps(record, indent=2) + "\n")
 
     bundled, tokenizer = load_model_and_tokenizer(str(output))
     dev = evaluate_on_conllu(bundled, tokenizer, args.dev)
