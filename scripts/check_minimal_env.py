@@ -54,13 +54,11 @@ def main() -> int:
     installed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True)
     print("minimal environment:", " ".join(sorted(line.split("==")[0] for line in installed.stdout.split())))
 
-    from transformers import pipeline
-
-    import hf_structure  # noqa: F401
     from hf_structure.hub import make_hf_cache
+    from hf_structure.pipelines import load_parser
 
     make_hf_cache(args.model, REPO_ID, cache)
-    expected = pipeline("unsupervised-parsing", model=args.model)(SENTENCES)
+    expected = load_parser(args.model)(SENTENCES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
     env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), HF_MODULES_CACHE=str(workdir / "modules"),
                TRANSFORMERS_VERBOSITY="error")
