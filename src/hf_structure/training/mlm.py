@@ -1,7 +1,6 @@
 """Masked-LM training of StructFormer through `Trainer` (the library side of `scripts/run_mlm.py`)."""
 
 import logging
-import os
 from dataclasses import dataclass, field
 
 from datasets import load_from_disk
@@ -16,7 +15,7 @@ from ..data.collators import ReproducibleMaskingCollator, tokenize_sentences
 from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
 from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
-from .trainer import MaskedLMTrainer, last_complete_checkpoint
+from .trainer import MaskedLMTrainer, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
 
@@ -120,32 +119,6 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
     return StructFormerForMaskedLM(config), tokenizer
 
 
-def write_training_record(output_dir: str, trainer, wall_time_s: float, resumed_from: str | None) -> None:
-    """The output folder's `hf_structure_training.json` (see `hf_structure.hub.records`), so that the saved model
-    can be published with a card that states how it was trained."""
-    import platform
-    import shlex
-    import sys
-
-    import torch
-
-    from ..hub.records import TRAINING_RECORD, write_json
-
-    command = "python " + " ".join(shlex.quote(argument) for argument in sys.argv)
-    cpu = platform.processor() or platform.machine()
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"{torch.get_num_threads()} CPU threads"
-    record = {
-        "command": command,
-        "wall_time_s": round(wall_time_s, 1),
-        "machine": f"{device} ({cpu}), torch {torch.__version__}",
-        "steps": trainer.state.global_step,
-        "epochs": round(trainer.state.epoch or 0.0, 2),
-    }
-    if resumed_from:
-        record["notes"] = f"resumed from {resumed_from}; wall_time_s counts the last process only"
-    write_json(os.path.join(output_dir, TRAINING_RECORD), record)
-
-
 def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: TrainingArguments):
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
@@ -190,24 +163,10 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
     )
 
     if training_args.do_train:
-        checkpoint = training_args.resume_from_checkpoint
-        if checkpoint is None:
-            checkpoint = last_complete_checkpoint(training_args.output_dir)
-            if checkpoint:
-                logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
-        result = trainer.train(resume_from_checkpoint=checkpoint)
-        trainer.save_model()
-        if trainer.is_world_process_zero():
-            write_training_record(training_args.output_dir, trainer, result.metrics["train_runtime"], checkpoint)
-        trainer.log_metrics("train", result.metrics)
-        trainer.save_metrics("train", result.metrics)
-        trainer.save_state()
+        train_resuming(trainer)
     if training_args.do_eval:
         metrics = trainer.evaluate()
         trainer.log_metrics("eval", metrics)
         trainer.save_metrics("eval", metrics)
-    # Tear the process group down before the interpreter exits: under `torchrun` with gloo, its threads otherwise
-    # race the shutdown ("terminate called without an active exception", SIGABRT on one rank).
-    trainer.accelerator.wait_for_everyone()
-    trainer.accelerator.end_training()
+    end_processes(trainer)
     return trainer

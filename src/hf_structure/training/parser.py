@@ -19,7 +19,7 @@ from ..models.g2gtr.modeling_g2gtr import (
     _slot_positions,
 )
 from ..structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration, swap_oracle
-from .trainer import LengthGroupedTrainer, last_complete_checkpoint
+from .trainer import LengthGroupedTrainer, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +196,9 @@ def load_bert_encoder(model, folder: Path) -> None:
             module, parameter = rest.rsplit(".", 1)
             ours[f"layers.{index}.{_BERT_NAMES[module]}.{parameter}"] = tensor
     missing, unexpected = model.load_state_dict(ours, strict=False)
-    encoder_missing = [name for name in missing if name.startswith(("embeddings.", "layers.")) and "relation" not in name]
+    encoder_missing = [
+        name for name in missing if name.startswith(("embeddings.", "layers.")) and "relation" not in name
+    ]
     if encoder_missing or unexpected:
         raise ValueError(f"{folder}: encoder weights missing {encoder_missing}, unexpected {unexpected}")
 
@@ -310,20 +312,6 @@ def main(model_args: ParserModelArguments, data_args: ParserDataArguments, train
         callbacks=callbacks,
         new_parameters_lr_scale=model_args.new_parameters_lr_scale,
     )
-    checkpoint = training_args.resume_from_checkpoint
-    if checkpoint is None:
-        checkpoint = last_complete_checkpoint(training_args.output_dir)
-        if checkpoint:
-            logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
-    result = trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model()
-    trainer.log_metrics("train", result.metrics)
-    trainer.save_metrics("train", result.metrics)
-    trainer.save_state()
-    if trainer.is_world_process_zero():
-        from .mlm import write_training_record
-
-        write_training_record(training_args.output_dir, trainer, result.metrics["train_runtime"], checkpoint)
-    trainer.accelerator.wait_for_everyone()
-    trainer.accelerator.end_training()
+    train_resuming(trainer)
+    end_processes(trainer)
     return trainer

@@ -1,5 +1,6 @@
 """Trainers: reproducible length-grouped batches, and perplexity in the masked-LM logs."""
 
+import logging
 import math
 import os
 import re
@@ -7,6 +8,8 @@ import re
 import torch
 from transformers import Trainer
 from transformers.trainer_pt_utils import LengthGroupedSampler
+
+logger = logging.getLogger(__name__)
 
 
 class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
@@ -61,3 +64,53 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
         and os.path.isfile(os.path.join(output_dir, name, "trainer_state.json"))
     ]
     return os.path.join(output_dir, f"checkpoint-{max(steps)}") if steps else None
+
+
+def train_resuming(trainer):
+    """Train, continuing from `--resume_from_checkpoint` or else the output folder's last complete checkpoint; then
+    save the model, the metrics, the trainer state and the training record. Returns the train output."""
+    args = trainer.args
+    checkpoint = args.resume_from_checkpoint
+    if checkpoint is None:
+        checkpoint = last_complete_checkpoint(args.output_dir)
+        if checkpoint:
+            logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
+    result = trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model()
+    trainer.log_metrics("train", result.metrics)
+    trainer.save_metrics("train", result.metrics)
+    trainer.save_state()
+    if trainer.is_world_process_zero():
+        write_training_record(args.output_dir, trainer, result.metrics["train_runtime"], checkpoint)
+    return result
+
+
+def end_processes(trainer) -> None:
+    """Tear the process group down before the interpreter exits: under `torchrun` with gloo, its threads otherwise
+    race the shutdown ("terminate called without an active exception", SIGABRT on one rank)."""
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.end_training()
+
+
+def write_training_record(output_dir: str, trainer, wall_time_s: float, resumed_from: str | None) -> None:
+    """The output folder's `hf_structure_training.json` (see `hf_structure.hub.records`), so that the saved model
+    can be published with a card that states how it was trained."""
+    import platform
+    import shlex
+    import sys
+
+    from ..hub.records import TRAINING_RECORD, write_json
+
+    command = "python " + " ".join(shlex.quote(argument) for argument in sys.argv)
+    cpu = platform.processor() or platform.machine()
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"{torch.get_num_threads()} CPU threads"
+    record = {
+        "command": command,
+        "wall_time_s": round(wall_time_s, 1),
+        "machine": f"{device} ({cpu}), torch {torch.__version__}",
+        "steps": trainer.state.global_step,
+        "epochs": round(trainer.state.epoch or 0.0, 2),
+    }
+    if resumed_from:
+        record["notes"] = f"resumed from {resumed_from}; wall_time_s counts the last process only"
+    write_json(os.path.join(output_dir, TRAINING_RECORD), record)
