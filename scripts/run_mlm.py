@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Train or fine-tune a StructFormer masked language model with the Hugging Face `Trainer`.
+"""Train or fine-tune an unsupervised parser as a language model with the Hugging Face `Trainer`: StructFormer
+(masked LM, the default) or R2D2 (`--model_type r2d2`, bidirectional LM).
 
 From scratch on the PTB LM text (WSJ 00-01 excluded by default):
     python scripts/run_mlm.py --output_dir runs/sf --hidden_size 256 --num_hidden_layers 4 --max_steps 20000

@@ -5,6 +5,7 @@ Importing the package registers its models with the Auto classes (through `regis
 """
 
 from .models.g2gtr import G2GTrConfig, G2GTrForParsing
+from .models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
 from .models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
 from .registry import CardMetric, ModelSpec, model_spec, register_model
 
@@ -49,6 +50,7 @@ register_model(
         pipeline_tag="fill-mask",
         datasets=("ptb_text_only",),
         bundled=("structformer-ptb",),
+        language_model_perplexity="masked",
     )
 )
 
@@ -68,6 +70,33 @@ register_model(
     )
 )
 
+register_model(
+    ModelSpec(
+        config_class=R2D2Config,
+        auto_classes={"AutoModel": R2D2Model, "AutoModelForMaskedLM": R2D2ForLanguageModeling},
+        parsing_class="AutoModelForMaskedLM",
+        card_template="r2d2.md",
+        card_metrics=(
+            _PARSING_CARD_METRICS[0],
+            _PARSING_CARD_METRICS[1],
+            CardMetric(
+                "pppl_test",
+                "Pseudo-perplexity (PTB test) ↓",
+                "Bidirectional LM pseudo-perplexity (left and right contexts encoded as separate sentences)",
+                task_type="fill-mask",
+                task_name="Language modelling",
+                dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},
+                lower_is_better=True,
+                metric_type="perplexity",
+            ),
+        ),
+        card_tags=("r2d2", "unsupervised-parsing", "constituency-parsing", "grammar-induction"),
+        pipeline_tag="fill-mask",
+        datasets=("ptb_text_only",),
+        language_model_perplexity="pseudo",
+    )
+)
+
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the model classes above)
 
 __all__ = [
@@ -75,6 +104,9 @@ __all__ = [
     "G2GTrConfig",
     "G2GTrForParsing",
     "ModelSpec",
+    "R2D2Config",
+    "R2D2ForLanguageModeling",
+    "R2D2Model",
     "StructFormerConfig",
     "StructFormerForMaskedLM",
     "StructFormerModel",

@@ -148,10 +148,17 @@ def _evaluate(args) -> dict:
         scores = {"parser": args.model, **evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size)}
     else:
         scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size)}
+    perplexity_key = None
     if args.lm_text:
-        from .evaluation.perplexity import masked_lm_perplexity
+        from .evaluation.perplexity import LANGUAGE_MODEL_PERPLEXITIES
+        from .registry import model_spec
 
-        scores["mlm_ppl"] = round(masked_lm_perplexity(model, tokenizer, args.lm_text, seed=args.seed), 2)
+        kind = model_spec(model.config.model_type).language_model_perplexity
+        if kind is None:
+            raise _fail("evaluate", f"--lm-text: {args.model} is not a language model")
+        perplexity_key, perplexity = LANGUAGE_MODEL_PERPLEXITIES[kind]
+        options = {"seed": args.seed} if kind == "masked" else {}
+        scores[perplexity_key] = round(perplexity(model, tokenizer, args.lm_text, **options), 2)
     if args.record:
         from .hub.records import EVAL_RECORD, read_json, write_json
 
@@ -160,7 +167,7 @@ def _evaluate(args) -> dict:
         record.update({key: value for key, value in scores.items() if key != "parser"})
         record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
         if args.lm_text == "ptb-test":
-            record["mlm_ppl_test"] = record.pop("mlm_ppl")
+            record[f"{perplexity_key}_test"] = record.pop(perplexity_key)
         record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
         for baseline in record["baselines"].values():
             baseline.pop("parser")
@@ -194,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     source = evaluate.add_mutually_exclusive_group()
     source.add_argument("--baseline", choices=BASELINES)
     source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")
-    evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for masked-LM perplexity")
+    evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for the model's perplexity (masked-LM or pseudo-perplexity)")
     evaluate.add_argument("--record", action="store_true",
                           help="also write the scores (and the baselines') into the model folder's "
                                "hf_structure_eval.json, for its model card (other keys there are kept)")

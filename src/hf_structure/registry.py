@@ -45,6 +45,8 @@ class ModelSpec:
         card_metrics: the scores the card's table and model-index report, in order.
         card_tags, pipeline_tag, datasets: model-card metadata.
         bundled: short names of checkpoints that ship with the package (folders in `hf_structure/checkpoints/`).
+        language_model_perplexity: how `hf-structure evaluate --lm-text` scores the model as a language model:
+            `"masked"` (masked-LM perplexity, key `mlm_ppl`), `"pseudo"` (pseudo-perplexity, key `pppl`), or None.
     """
 
     config_class: type
@@ -56,6 +58,7 @@ class ModelSpec:
     pipeline_tag: str | None = None
     datasets: tuple[str, ...] = ()
     bundled: tuple[str, ...] = field(default_factory=tuple)
+    language_model_perplexity: str | None = None
 
     @property
     def model_type(self) -> str:

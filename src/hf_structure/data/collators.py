@@ -1,4 +1,5 @@
-"""Examples and batches for masked-LM training: one tokenised sentence per example, reproducibly masked batches."""
+"""Examples and batches for language-model training: one tokenised sentence per example; reproducibly masked batches
+(masked LM) or batches in which every word is a target (bidirectional LM)."""
 
 import hashlib
 import os
@@ -49,3 +50,21 @@ class ReproducibleMaskingCollator(DataCollatorForLanguageModeling):
         # made in this process (its per-worker seeding); ours is, so say so, or a resumed run's first batch differs.
         self._generator_pid = os.getpid()
         return super().torch_call(examples)
+
+
+class EveryWordCollator:
+    """Batches for a bidirectional language model (R2D2): the input is left as it is and every word is a target,
+    except special tokens (`<unk>`, `<pad>`), whose labels are -100. Deterministic, so a resumed run's batches are
+    those of the uninterrupted run."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase):
+        self.tokenizer = tokenizer
+        self.special_ids = torch.tensor(sorted(tokenizer.all_special_ids))
+
+    def __call__(self, examples):
+        batch = self.tokenizer.pad(
+            {"input_ids": [example["input_ids"] for example in examples]}, return_tensors="pt"
+        )
+        ignored = torch.isin(batch["input_ids"], self.special_ids) | batch["attention_mask"].eq(0)
+        batch["labels"] = batch["input_ids"].masked_fill(ignored, -100)
+        return batch

@@ -37,3 +37,28 @@ def masked_lm_perplexity(
             total_loss += float(model(**batch).loss) * count
             total_words += count
     return math.exp(total_loss / total_words)
+
+
+@torch.no_grad()
+def pseudo_perplexity(model, tokenizer, source: str, batch_size: int = 16) -> float:
+    """exp of the mean negative log-likelihood of every word (never `<unk>`) given its left and right contexts, each
+    encoded as a separate sentence (`model.pseudo_log_likelihood`): the pseudo-perplexity of the R2D2 paper."""
+    lines = sorted(lm_text_lines(source), key=lambda line: len(line.split()))
+    model.eval()
+    total, count = 0.0, 0
+    for first in range(0, len(lines), batch_size):
+        batch = [line for line in lines[first : first + batch_size] if line.split()]
+        if not batch:
+            continue
+        encoded = tokenizer(batch, padding=True, return_tensors="pt", return_token_type_ids=False)
+        input_ids = encoded["input_ids"].to(model.device)
+        mask = encoded["attention_mask"].to(model.device)
+        log_p = model.pseudo_log_likelihood(input_ids, mask)
+        scored = mask.bool() & input_ids.ne(tokenizer.unk_token_id)
+        total -= float(log_p[scored].sum())
+        count += int(scored.sum())
+    return math.exp(total / count)
+
+
+# What `hf-structure evaluate --lm-text` reports, by `ModelSpec.language_model_perplexity`: (key, function).
+LANGUAGE_MODEL_PERPLEXITIES = {"masked": ("mlm_ppl", masked_lm_perplexity), "pseudo": ("pppl", pseudo_perplexity)}

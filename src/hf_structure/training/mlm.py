@@ -1,4 +1,6 @@
-"""Masked-LM training of StructFormer through `Trainer` (the library side of `scripts/run_mlm.py`)."""
+"""Language-model training of the unsupervised parsers through `Trainer` (the library side of
+`scripts/run_mlm.py`): StructFormer as a masked LM, R2D2 as a bidirectional LM (every word predicted from its left
+and right context nodes, nothing masked)."""
 
 import logging
 from dataclasses import dataclass, field
@@ -11,9 +13,10 @@ from transformers import (
     set_seed,
 )
 
-from ..data.collators import ReproducibleMaskingCollator, tokenize_sentences
+from ..data.collators import EveryWordCollator, ReproducibleMaskingCollator, tokenize_sentences
 from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
+from ..models.r2d2 import R2D2Config, R2D2ForLanguageModeling
 from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
 from .trainer import MaskedLMTrainer, end_processes, train_resuming
 
@@ -26,6 +29,10 @@ class ModelArguments:
         default=None,
         metadata={"help": "A saved model folder (or `structformer-ptb`) to fine-tune; train from scratch if unset."},
     )
+    model_type: str = field(
+        default="structformer",
+        metadata={"help": "From scratch: `structformer` (masked LM) or `r2d2` (bidirectional LM over a pruned chart)."},
+    )
     hidden_size: int = field(default=512, metadata={"help": "From scratch: model width."})
     num_hidden_layers: int = field(default=8, metadata={"help": "From scratch: Transformer blocks."})
     num_attention_heads: int = field(default=8, metadata={"help": "From scratch: heads per block."})
@@ -33,6 +40,8 @@ class ModelArguments:
     hidden_dropout_prob: float = field(default=0.1, metadata={"help": "From scratch: dropout."})
     num_parser_layers: int = field(default=3, metadata={"help": "From scratch: parser convolution layers."})
     max_position_embeddings: int = field(default=512, metadata={"help": "From scratch: longest sentence."})
+    num_composition_layers: int = field(default=3, metadata={"help": "From scratch, R2D2: composition layers."})
+    window_size: int = field(default=4, metadata={"help": "From scratch, R2D2: the pruning window m."})
     config_overrides: str | None = field(
         default=None,
         metadata={
@@ -102,21 +111,36 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
         return model, AutoTokenizer.from_pretrained(path)
     # The PTB vocabulary is fixed by the LM text (10k words); the evaluation lines are never read for training.
     tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
-    config = StructFormerConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=model_args.hidden_size,
-        num_hidden_layers=model_args.num_hidden_layers,
-        num_attention_heads=model_args.num_attention_heads,
-        intermediate_size=model_args.intermediate_size or 4 * model_args.hidden_size,
-        hidden_dropout_prob=model_args.hidden_dropout_prob,
-        num_parser_layers=model_args.num_parser_layers,
-        max_position_embeddings=model_args.max_position_embeddings,
-        pad_token_id=tokenizer.pad_token_id,
-        mask_token_id=tokenizer.mask_token_id,
-    )
+    shared = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": model_args.hidden_size,
+        "num_attention_heads": model_args.num_attention_heads,
+        "intermediate_size": model_args.intermediate_size or 4 * model_args.hidden_size,
+        "hidden_dropout_prob": model_args.hidden_dropout_prob,
+        "pad_token_id": tokenizer.pad_token_id,
+        "mask_token_id": tokenizer.mask_token_id,
+    }
+    if model_args.model_type == "r2d2":
+        config = R2D2Config(
+            num_composition_layers=model_args.num_composition_layers,
+            window_size=model_args.window_size,
+            max_parse_words=model_args.max_position_embeddings,
+            **shared,
+        )
+        model_class = R2D2ForLanguageModeling
+    elif model_args.model_type == "structformer":
+        config = StructFormerConfig(
+            num_hidden_layers=model_args.num_hidden_layers,
+            num_parser_layers=model_args.num_parser_layers,
+            max_position_embeddings=model_args.max_position_embeddings,
+            **shared,
+        )
+        model_class = StructFormerForMaskedLM
+    else:
+        raise ValueError(f"--model_type must be structformer or r2d2, got {model_args.model_type!r}")
     if model_args.config_overrides:
         config.update_from_string(model_args.config_overrides)
-    return StructFormerForMaskedLM(config), tokenizer
+    return model_class(config), tokenizer
 
 
 def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: TrainingArguments):
@@ -128,7 +152,7 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
     if data_args.max_eval_samples:
         valid_lines = valid_lines[: data_args.max_eval_samples]
     model, tokenizer = model_and_tokenizer_for_training(model_args)
-    max_length = model.config.max_position_embeddings
+    max_length = model.max_parse_words
     train_dataset = tokenize_sentences(train_lines, tokenizer, max_length)
     eval_dataset = tokenize_sentences(valid_lines, tokenizer, max_length)
     logger.info(
@@ -144,14 +168,17 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
         from ..evaluation.callbacks import ParsingEvaluationCallback
 
         callbacks.append(ParsingEvaluationCallback(data_args.treebank_dir, tokenizer))
-    # `<unk>` and `<pad>` are special tokens, so the collator never masks nor predicts them.
-    collator = ReproducibleMaskingCollator(
-        tokenizer,
-        data_args.mlm_probability,
-        seed=training_args.seed,
-        mask_replace_prob=data_args.mask_replace_prob,
-        random_replace_prob=data_args.random_replace_prob,
-    )
+    # `<unk>` and `<pad>` are special tokens, so the collators never mask nor predict them.
+    if model.config.model_type == "r2d2":
+        collator = EveryWordCollator(tokenizer)
+    else:
+        collator = ReproducibleMaskingCollator(
+            tokenizer,
+            data_args.mlm_probability,
+            seed=training_args.seed,
+            mask_replace_prob=data_args.mask_replace_prob,
+            random_replace_prob=data_args.random_replace_prob,
+        )
     trainer = MaskedLMTrainer(
         model=model,
         args=training_args,

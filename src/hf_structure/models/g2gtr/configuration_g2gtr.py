@@ -85,6 +85,7 @@ class G2GTrConfig(PretrainedConfig):
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
 
+# Copied from hf_structure.models.structformer.configuration_structformer._installed_pipeline_registered
 def _installed_pipeline_registered() -> bool:
     from transformers.pipelines import PIPELINE_REGISTRY
 

@@ -1,0 +1,576 @@
+"""R2D2: a recursive Transformer based on a differentiable tree (Hu, Mi, Wen, Wang, Su, Zheng, de Melo; ACL 2021).
+
+Every chart cell [i, j] is built from its splits k by one composition function, a small Transformer over
+[two task tokens, left child, right child]: one task output weighs left and right into the cell's candidate
+representation, the other gives the log-probability of composing them. A split's score adds its children's scores;
+a straight-through Gumbel-softmax over the splits (argmax at evaluation) picks the cell's representation and tree.
+The chart is pruned (`encode_pruned_chart`) so that the compositions grow linearly with the sentence length. The
+training objective is a bidirectional language model: each word is predicted, through the same composition
+function, from the chart's longest nodes to its left and to its right.
+
+This file is self-contained (torch and transformers only) so that a saved folder loads with `trust_remote_code=True`
+where `hf_structure` is not installed. Blocks marked `# Copied from` are generated from `hf_structure.structs` by
+`scripts/fix_copies.py`; a test fails when they differ.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.utils import ModelOutput
+
+from .configuration_r2d2 import R2D2Config
+
+# Rows of `R2D2Model.special_embeddings`.
+MIX_TASK, SCORE_TASK, MASK, BOS, EOS = range(5)
+# Roles of the composition Transformer's inputs (added to queries and keys only, as in the authors' code).
+ROLE_TASK, ROLE_LEFT, ROLE_RIGHT = range(3)
+
+
+# Copied from hf_structure.structs.pruned_chart.ChartEncoding
+@dataclass
+class ChartEncoding:
+    """The nodes of a batch of pruned charts. Node ids: the leaves first (word i of sentence b is `b * n + i`), then
+    the cells in the order they were built.
+
+    Attributes:
+        node_states: `(N, d)` each node's representation.
+        node_log_p: `(N,)` log p~ of each node: the sum of the composition log-probabilities of its chosen tree.
+        node_span: `(N, 2)` first and last word of each node (inclusive).
+        node_split: `(N,)` last word of the chosen left child; -1 at leaves.
+        node_of_span: `(B, n, n)` node id of words [i, j] (inclusive); -1 where the chart built no such node.
+        roots: `(B,)` node id of each sentence's whole-sentence node.
+        compositions: `(B,)` calls of the composition function per sentence.
+    """
+
+    node_states: torch.Tensor
+    node_log_p: torch.Tensor
+    node_span: torch.Tensor
+    node_split: torch.Tensor
+    node_of_span: torch.Tensor
+    roots: torch.Tensor
+    compositions: torch.Tensor
+
+
+# Copied from hf_structure.structs.pruned_chart.encode_pruned_chart
+def encode_pruned_chart(
+    leaves: torch.Tensor,
+    lengths: torch.Tensor,
+    compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    choose_split: Callable[[torch.Tensor], torch.Tensor],
+    window: int,
+) -> ChartEncoding:
+    """Encode sentences bottom-up along the pruned chart.
+
+    Args:
+        leaves: `(B, n, d)` word representations (padding after each sentence's `lengths[b]` words).
+        lengths: `(B,)` words per sentence, at least 1.
+        compose: `(left (C, d), right (C, d)) -> (states (C, d), log_p (C,))`, the composition function with its
+            log-probability of composing left and right.
+        choose_split: `(C, k)` scores of the k splits of C cells -> `(C, k)` weights of one split per cell (one-hot
+            at evaluation; a straight-through Gumbel sample in training). A cell is the weighted sum over its splits.
+        window: the number of chart rows filled as in CKY (the paper's m). With `window >= n - 1` nothing is pruned
+            and the chart is plain CKY.
+
+    Cell scores follow the paper: the log p~ of a split is its composition log p plus its children's log p~. A node
+    that has been merged into a terminal passes its log p~ on detached, as the authors' code does. The merge rule
+    (the paper's Algorithm 2): among the bigram cells of the current terminals used by the best trees (highest
+    score over splits that respect the merges so far) of the top-row cells, merge the one maximising
+    log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)).
+    """
+    batch_size, n, dim = leaves.shape
+    device = leaves.device
+    lengths = lengths.to(device)
+    batch = torch.arange(batch_size, device=device)
+    positions = torch.arange(n, device=device)
+    # Every merge adds at most window + 1 cells; the CKY rows at most n per row.
+    capacity = batch_size * n * (2 * window + 2)
+    node_span = torch.full((capacity, 2), -1, dtype=torch.long, device=device)
+    node_split = torch.full((capacity,), -1, dtype=torch.long, device=device)
+    # The splits each cell was built over (the last word of the left child) and their scores, for the merge rule.
+    split_words = torch.full((capacity, window), -1, dtype=torch.long, device=device)
+    split_scores = torch.full((capacity, window), float("-inf"), device=device)
+    own_log_p = torch.zeros(capacity, device=device)  # log p of the node's own (chosen) composition
+    merged = torch.zeros(capacity, dtype=torch.bool, device=device)
+    node_span[: batch_size * n] = positions.repeat(batch_size)[:, None]
+    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
+    real = positions[None, :] < lengths[:, None]
+    node_of_span[:, positions, positions] = torch.where(real, batch[:, None] * n + positions, -1)
+    states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
+    next_id = batch_size * n
+    compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
+
+    # The current terminals: terminal t of sentence b covers words term_start[b, t] .. term_end[b, t].
+    term_start, term_end = positions.repeat(batch_size, 1), positions.repeat(batch_size, 1)
+    num_terms = lengths.clone()
+
+    step = 0
+    while True:
+        height = min(step + 1, window)
+        if step >= window:
+            active = num_terms > height + 1  # the top row still has two cells or more: merge
+            if not active.any():
+                break
+            merge_at = _choose_merge(
+                node_of_span, term_start, term_end, num_terms, height, split_words, split_scores, own_log_p
+            )
+            rows = batch[active]
+            at = merge_at[active]
+            merged[node_of_span[rows, term_start[rows, at], term_end[rows, at + 1]]] = True
+            # Terminal at+1 joins terminal at; the terminals after it move one to the left.
+            source = (positions[None, :] + (positions[None, :] > at[:, None])).clamp(max=n - 1)
+            term_start[rows] = term_start[rows].gather(1, source)
+            new_end = term_end[rows].gather(1, source)
+            new_end[torch.arange(len(rows), device=device), at] = term_end[rows, at + 1]
+            term_end[rows] = new_end
+            num_terms = num_terms - active.long()
+
+        if height >= n:
+            break
+        cells = positions[: n - height]
+        in_row = cells[None, :] < (num_terms - height)[:, None]
+        if step < window and not in_row.any():
+            break
+        span_end = term_end[:, height:]
+        missing = in_row & (node_of_span[batch[:, None], term_start[:, : n - height], span_end] < 0)
+        rows, starts = missing.nonzero(as_tuple=True)  # C cells: sentence, first terminal
+        step += 1
+        if len(rows) == 0:
+            continue
+        splits = torch.arange(height, device=device)
+        first_word = term_start[rows, starts]  # (C,)
+        last_word = term_end[rows, starts + height]
+        split_word = term_end[rows[:, None], starts[:, None] + splits]  # (C, height): last word of the left child
+        right_first = term_start[rows[:, None], starts[:, None] + splits + 1]
+        left_ids = node_of_span[rows[:, None], first_word[:, None], split_word]
+        right_ids = node_of_span[rows[:, None], right_first, last_word[:, None]]
+
+        all_states, all_log_p = torch.cat(states), torch.cat(log_p)
+        child_log_p = torch.where(merged[: len(all_log_p)].clone(), all_log_p.detach(), all_log_p)
+        composed, composition_log_p = compose(all_states[left_ids.flatten()], all_states[right_ids.flatten()])
+        composed = composed.view(len(rows), height, dim)
+        composition_log_p = composition_log_p.view(len(rows), height)
+        scores = composition_log_p + child_log_p[left_ids] + child_log_p[right_ids]
+        weights = choose_split(scores)
+
+        new_ids = torch.arange(next_id, next_id + len(rows), device=device)
+        next_id += len(rows)
+        states.append((weights[..., None] * composed).sum(1).to(leaves.dtype))
+        log_p.append((weights * scores).sum(1).to(leaves.dtype))
+        chosen = weights.detach().argmax(-1, keepdim=True)
+        node_span[new_ids, 0], node_span[new_ids, 1] = first_word, last_word
+        node_split[new_ids] = split_word.gather(1, chosen).squeeze(1)
+        split_words[new_ids, :height] = split_word
+        split_scores[new_ids, :height] = scores.detach().float()
+        own_log_p[new_ids] = composition_log_p.detach().float().gather(1, chosen).squeeze(1)
+        node_of_span[rows, first_word, last_word] = new_ids
+        compositions += torch.bincount(rows, minlength=batch_size) * height
+
+    roots = node_of_span[batch, 0, lengths - 1]
+    return ChartEncoding(
+        node_states=torch.cat(states),
+        node_log_p=torch.cat(log_p),
+        node_span=node_span[:next_id],
+        node_split=node_split[:next_id],
+        node_of_span=node_of_span,
+        roots=roots,
+        compositions=compositions,
+    )
+
+
+# Copied from hf_structure.structs.pruned_chart._choose_merge
+def _choose_merge(
+    node_of_span: torch.Tensor,
+    term_start: torch.Tensor,
+    term_end: torch.Tensor,
+    num_terms: torch.Tensor,
+    height: int,
+    split_words: torch.Tensor,
+    split_scores: torch.Tensor,
+    own_log_p: torch.Tensor,
+) -> torch.Tensor:
+    """`(B,)` index of the terminal to merge with its right neighbour (see `encode_pruned_chart`)."""
+    batch_size, n = term_start.shape
+    device = term_start.device
+    batch = torch.arange(batch_size, device=device)
+    positions = torch.arange(n, device=device)
+    is_term = positions[None, :] < num_terms[:, None]
+    # Which words end a current terminal, and which terminal that is.
+    ends_terminal = torch.zeros(batch_size, n, dtype=torch.bool, device=device)
+    ends_terminal[batch[:, None].expand(-1, n)[is_term], term_end[is_term]] = True
+    terminal_of_end = torch.zeros(batch_size, n, dtype=torch.long, device=device)
+    terminal_of_end[batch[:, None].expand(-1, n)[is_term], term_end[is_term]] = positions.expand(batch_size, -1)[
+        is_term
+    ]
+    # Walk the best trees of the top-row cells down to the bigram row, one row at a time.
+    used = torch.zeros(batch_size, height + 1, n, dtype=torch.bool, device=device)
+    used[:, height, : n - height] = positions[None, : n - height] < (num_terms - height)[:, None]
+    for h in range(height, 1, -1):
+        rows, starts = used[:, h, : n - h].nonzero(as_tuple=True)
+        if len(rows) == 0:
+            continue
+        node = node_of_span[rows, term_start[rows, starts], term_end[rows, starts + h]]
+        candidates = split_words[node]  # (C, window)
+        allowed = (candidates >= 0) & ends_terminal[rows[:, None], candidates.clamp(min=0)]
+        best = split_scores[node].masked_fill(~allowed, float("-inf")).argmax(-1, keepdim=True)
+        left_last = terminal_of_end[rows, candidates.gather(1, best).squeeze(1)]
+        left_height = left_last - starts
+        used[rows, left_height, starts] = True
+        used[rows, h - 1 - left_height, left_last + 1] = True
+    bigrams = positions[: n - 1]
+    in_row = bigrams[None, :] < (num_terms - 1)[:, None]
+    bigram_nodes = node_of_span[batch[:, None], term_start[:, : n - 1], term_end[:, 1:]]
+    bigram_log_p = torch.where(in_row, own_log_p[bigram_nodes.clamp(min=0)], float("-inf"))
+    # log(1 - p) of the neighbouring bigrams; a missing neighbour has p = 0.
+    not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
+    score = (
+        bigram_log_p
+        + torch.nn.functional.pad(not_neighbour[:, :-1], (1, 0))
+        + torch.nn.functional.pad(not_neighbour[:, 1:], (0, 1))
+    )
+    score = score.masked_fill(~(in_row & used[:, 1, : n - 1]), float("-inf"))
+    return score.argmax(-1)
+
+
+@dataclass
+class R2D2ModelOutput(ModelOutput):
+    """
+    Args:
+        root_states: `(B, d)` representation of each sentence's whole-sentence node.
+        chart: every node of the batch's charts (`ChartEncoding`).
+    """
+
+    root_states: torch.Tensor | None = None
+    chart: ChartEncoding | None = None
+
+
+@dataclass
+class R2D2LanguageModelingOutput(ModelOutput):
+    """
+    Args:
+        loss: mean cross-entropy of the predicted words (those with a label other than -100).
+        logits: `(P, vocab)` for the P predicted words when labels are given, else `(B, n, vocab)` for every word.
+        root_states: `(B, d)` as in `R2D2ModelOutput`.
+    """
+
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    root_states: torch.Tensor | None = None
+
+
+class R2D2CompositionLayer(nn.Module):
+    """One post-LayerNorm Transformer layer over a handful of inputs; role embeddings enter queries and keys."""
+
+    def __init__(self, config: R2D2Config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.role_embeddings = nn.Embedding(3, config.hidden_size)
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.output = nn.Linear(config.hidden_size, config.hidden_size)
+        self.attention_dropout = config.attention_probs_dropout_prob
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(config.hidden_size, config.intermediate_size),
+            nn.GELU(),
+            nn.Dropout(config.hidden_dropout_prob),
+            nn.Linear(config.intermediate_size, config.hidden_size),
+        )
+        self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden: torch.Tensor, roles: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """`hidden` (C, T, d); `roles` (T,); `visible` (T, T) bool, True where input t may attend to input u."""
+        count, length, dim = hidden.shape
+        with_roles = hidden + self.role_embeddings(roles)
+
+        def heads(projection, x):
+            return projection(x).view(count, length, self.num_heads, dim // self.num_heads).transpose(1, 2)
+
+        attended = F.scaled_dot_product_attention(
+            heads(self.query, with_roles),
+            heads(self.key, with_roles),
+            heads(self.value, hidden),
+            attn_mask=visible,
+            dropout_p=self.attention_dropout if self.training else 0.0,
+        )
+        attended = attended.transpose(1, 2).reshape(count, length, dim)
+        hidden = self.attention_norm(hidden + self.dropout(self.output(attended)))
+        return self.feed_forward_norm(hidden + self.dropout(self.feed_forward(hidden)))
+
+
+class R2D2PreTrainedModel(PreTrainedModel):
+    config_class = R2D2Config
+    config: R2D2Config
+    base_model_prefix = "r2d2"
+    main_input_name = "input_ids"
+    _no_split_modules = ["R2D2CompositionLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        std = self.config.initializer_range
+        if isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+        elif isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm) and module.weight is not None:
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, R2D2ForLanguageModeling):
+            init.zeros_(module.output_bias)
+
+
+class R2D2Model(R2D2PreTrainedModel):
+    """Word embeddings, the composition function and the pruned chart over them."""
+
+    def __init__(self, config: R2D2Config):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        # The two task tokens of a composition, the masked word of the LM objective, and the sentence edges.
+        self.special_embeddings = nn.Embedding(5, config.hidden_size)
+        self.composition_layers = nn.ModuleList(
+            R2D2CompositionLayer(config) for _ in range(config.num_composition_layers)
+        )
+        self.mix_weights = nn.Linear(config.hidden_size, 2)
+        self.composition_score = nn.Linear(config.hidden_size, 1)
+        self.node_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, elementwise_affine=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.embed_tokens = value
+
+    def composition_transformer(self, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        """Run [tasks..., left, right] through the composition layers: each task input sees itself, left and
+        right; left and right see only each other. `tasks` (C, k, d), `left` and `right` (C, d) -> (C, k + 2, d)."""
+        num_tasks = tasks.size(1)
+        length = num_tasks + 2
+        device = tasks.device
+        roles = torch.tensor([ROLE_TASK] * num_tasks + [ROLE_LEFT, ROLE_RIGHT], device=device)
+        visible = torch.eye(length, dtype=torch.bool, device=device)
+        visible[:, -2:] = True
+        hidden = torch.cat([tasks, left[:, None], right[:, None]], dim=1)
+        for layer in self.composition_layers:
+            hidden = layer(hidden, roles, visible)
+        return hidden
+
+    def compose(self, left: torch.Tensor, right: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The composition function: `(C, d)` children -> `(C, d)` candidate states and `(C,)` log p(compose)."""
+        tasks = self.special_embeddings.weight[[MIX_TASK, SCORE_TASK]].expand(left.size(0), -1, -1)
+        hidden = self.composition_transformer(tasks, left, right)
+        weights = torch.softmax(self.mix_weights(hidden[:, MIX_TASK]), dim=-1)
+        states = self.node_norm(weights[:, :1] * hidden[:, -2] + weights[:, 1:] * hidden[:, -1])
+        log_p = F.logsigmoid(self.composition_score(hidden[:, SCORE_TASK])).squeeze(-1)
+        return states, log_p
+
+    def choose_split(self, scores: torch.Tensor) -> torch.Tensor:
+        """One split per cell: a straight-through Gumbel-softmax sample in training, the argmax otherwise."""
+        if self.training:
+            return F.gumbel_softmax(scores.float(), tau=self.config.gumbel_temperature, hard=True)
+        return F.one_hot(scores.argmax(-1), scores.size(-1)).to(scores.dtype)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        window_size: int | None = None,
+        **kwargs,
+    ) -> R2D2ModelOutput:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        lengths = attention_mask.sum(-1)
+        if bool((lengths == 0).any()):
+            raise ValueError("every sentence needs at least one token")
+        chart = encode_pruned_chart(
+            self.embed_tokens(input_ids),
+            lengths,
+            self.compose,
+            self.choose_split,
+            window_size or self.config.window_size,
+        )
+        return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart)
+
+    def context_states(self, chart: ChartEncoding, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`(B, n, d)` left and right context of every word: the longest node the chart built that ends just before
+        the word (that starts just after it), BOS (EOS) at the sentence's edges, as in the paper."""
+        built = chart.node_of_span >= 0  # (B, start, end)
+        batch_size, n, _ = built.shape
+        device = built.device
+        batch = torch.arange(batch_size, device=device)[:, None]
+        positions = torch.arange(n, device=device)
+        longest_start = built.long().argmax(dim=1)  # [b, end]: the first start with a node ending at `end`
+        longest_end = (built.long() * (positions + 1)).argmax(dim=2)  # [b, start]: the last end from `start`
+        left_end = (positions - 1).clamp(min=0).expand(batch_size, -1)
+        right_start = (positions + 1).clamp(max=n - 1).expand(batch_size, -1)
+        left_nodes = chart.node_of_span[batch, longest_start.gather(1, left_end), left_end]
+        right_nodes = chart.node_of_span[batch, right_start, longest_end.gather(1, right_start)]
+        edges = self.special_embeddings.weight
+        left = torch.where(
+            (positions == 0)[None, :, None], edges[BOS], chart.node_states[left_nodes.clamp(min=0)]
+        )
+        right = torch.where(
+            (positions[None, :] >= lengths[:, None] - 1)[..., None], edges[EOS], chart.node_states[right_nodes.clamp(min=0)]
+        )
+        return left, right
+
+    @property
+    def max_parse_words(self) -> int:
+        return self.config.max_parse_words
+
+    @torch.no_grad()
+    def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
+        """Parse a batch of sentences given as words (one token per word, as in the training text).
+
+        Returns one dict per sentence: `words` and `spans`, the binary tree's constituents of two or more words
+        (0-based `[start, end)`, top-down), read from the whole-sentence node along the chosen splits, with the chart
+        pruned at `config.parse_window_size`. Raises ValueError naming the sentence when one cannot be parsed.
+        """
+        limit = self.config.max_parse_words
+        for index, words in enumerate(sentences):
+            if not words:
+                raise ValueError(f"sentence {index}: no word")
+            if len(words) > limit:
+                raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {limit}")
+        encoded = tokenizer(
+            [list(words) for words in sentences],
+            is_split_into_words=True,
+            padding=True,
+            return_tensors="pt",
+            return_token_type_ids=False,
+        )
+        lengths = encoded["attention_mask"].sum(dim=-1).tolist()
+        for index, (words, length) in enumerate(zip(sentences, lengths)):
+            if length != len(words):
+                raise ValueError(
+                    f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
+                    "one token per word"
+                )
+        was_training = self.training
+        self.eval()
+        try:
+            chart = self(
+                encoded["input_ids"].to(self.device),
+                encoded["attention_mask"].to(self.device),
+                window_size=self.config.parse_window_size or self.config.window_size,
+            ).chart
+        finally:
+            self.train(was_training)
+        splits = chart.node_split.tolist()
+        spans_of_node = chart.node_span.tolist()
+        node_of_span = chart.node_of_span
+        results = []
+        for b, (words, root) in enumerate(zip(sentences, chart.roots.tolist())):
+            spans, stack = [], [root]
+            while stack:  # the root's tree, top-down: a node's children are the spans on both sides of its split
+                node = stack.pop()
+                start, end = spans_of_node[node]
+                if start == end:
+                    continue
+                spans.append((start, end + 1))
+                split = splits[node]
+                stack += [int(node_of_span[b, split + 1, end]), int(node_of_span[b, start, split])]
+            results.append({"words": list(words), "spans": spans})
+        return results
+
+
+class R2D2ForLanguageModeling(R2D2PreTrainedModel):
+    """R2D2 with its bidirectional language-model head: every word is predicted from [MASK, left context, right
+    context] through the composition Transformer, a dense layer and the output embedding (tied to the input)."""
+
+    _tied_weights_keys = {"lm_head.weight": "r2d2.embed_tokens.weight"}
+    accepts_loss_kwargs = False
+
+    def __init__(self, config: R2D2Config):
+        super().__init__(config)
+        self.r2d2 = R2D2Model(config)
+        self.prediction_head = nn.Sequential(
+            nn.Linear(config.hidden_size, config.hidden_size),
+            nn.GELU(),
+            nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, elementwise_affine=False),
+        )
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.post_init()
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, new_embeddings):
+        self.lm_head = new_embeddings
+
+    def predict_words(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        """`(P, vocab)` logits of the word between contexts `left` and `right` (each `(P, d)`)."""
+        mask = self.r2d2.special_embeddings.weight[[MASK]].expand(left.size(0), -1, -1)
+        hidden = self.r2d2.composition_transformer(mask, left, right)[:, 0]
+        return self.lm_head(self.prediction_head(self.r2d2.node_norm(hidden))) + self.output_bias
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> R2D2LanguageModelingOutput:
+        if attention_mask is None:
+            attention_mask = input_ids.ne(self.config.pad_token_id)
+        outputs = self.r2d2(input_ids, attention_mask)
+        left, right = self.r2d2.context_states(outputs.chart, attention_mask.sum(-1))
+        if labels is None:
+            logits = self.predict_words(left.flatten(0, 1), right.flatten(0, 1)).view(*input_ids.shape, -1)
+            return R2D2LanguageModelingOutput(logits=logits, root_states=outputs.root_states)
+        predicted = labels.ne(-100)
+        logits = self.predict_words(left[predicted], right[predicted])
+        loss = F.cross_entropy(logits.float(), labels[predicted])
+        return R2D2LanguageModelingOutput(loss=loss, logits=logits, root_states=outputs.root_states)
+
+    @torch.no_grad()
+    def pseudo_log_likelihood(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """`(B, n)` log p of every word given its left and right contexts encoded as separate sentences (so that
+        the word itself cannot reach its context's tree, as the paper defines pseudo-perplexity); 0 at padding."""
+        mask = attention_mask.bool()
+        lengths = mask.sum(-1).tolist()
+        n = input_ids.size(1)
+        pieces, owners = [], []  # every non-empty prefix and suffix, and which (sentence, word, side) it serves
+        for b, length in enumerate(lengths):
+            ids = input_ids[b, :length]
+            for i in range(length):
+                if i > 0:
+                    pieces.append(ids[:i])
+                    owners.append((b, i, 0))
+                if i < length - 1:
+                    pieces.append(ids[i + 1 :])
+                    owners.append((b, i, 1))
+        edges = self.r2d2.special_embeddings.weight
+        contexts = torch.stack([edges[BOS], edges[EOS]])[None, None].repeat(len(lengths), n, 1, 1)
+        if pieces:
+            padded = nn.utils.rnn.pad_sequence(pieces, batch_first=True, padding_value=self.config.pad_token_id)
+            piece_mask = nn.utils.rnn.pad_sequence([torch.ones_like(p, dtype=torch.bool) for p in pieces], True)
+            roots = self.r2d2(padded, piece_mask).root_states
+            b, i, side = (torch.tensor(column, device=roots.device) for column in zip(*owners))
+            contexts[b, i, side] = roots.to(contexts.dtype)
+        logits = self.predict_words(contexts[mask][:, 0], contexts[mask][:, 1])
+        scores = torch.zeros(input_ids.shape, dtype=torch.float, device=input_ids.device)
+        scores[mask] = torch.log_softmax(logits.float(), -1).gather(1, input_ids[mask][:, None]).squeeze(1)
+        return scores
+
+    @property
+    def max_parse_words(self) -> int:
+        return self.r2d2.max_parse_words
+
+    def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
+        """See `R2D2Model.parse`."""
+        return self.r2d2.parse(sentences, tokenizer)
+
+
+__all__ = ["R2D2ForLanguageModeling", "R2D2Model", "R2D2PreTrainedModel", "encode_pruned_chart"]

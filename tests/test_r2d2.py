@@ -1,0 +1,264 @@
+"""R2D2: the batched pruned chart against per-cell references, its composition count, the LM objective, parsing,
+evaluation and export."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from reference_r2d2 import plain_cky, pruned_chart_loop, tree_spans
+from transformers import AutoModel, AutoModelForMaskedLM
+
+from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
+from hf_structure.structs.pruned_chart import encode_pruned_chart
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Many small tensor ops: intra-op threads only add overhead, and stall badly on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_model(window_size=4, **overrides) -> R2D2ForLanguageModeling:
+    torch.manual_seed(0)
+    config = R2D2Config(
+        vocab_size=40,
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_composition_layers=2,
+        window_size=window_size,
+        **overrides,
+    )
+    return R2D2ForLanguageModeling(config).eval()
+
+
+def batch_of(lengths, vocab_size=40, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, vocab_size, (len(lengths), max(lengths)), generator=generator)
+    mask = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
+    return ids.masked_fill(~mask, 0), mask.long()
+
+
+def batched_nodes(chart, b):
+    """{(start, end): node id} of sentence b."""
+    found = (chart.node_of_span[b] >= 0).nonzero().tolist()
+    return {(start, end): int(chart.node_of_span[b, start, end]) for start, end in found}
+
+
+def batched_tree(chart, b, n):
+    spans, stack = [], [int(chart.roots[b])]
+    while stack:
+        node = stack.pop()
+        start, end = chart.node_span[node].tolist()
+        if start == end:
+            continue
+        spans.append((start, end + 1))
+        split = int(chart.node_split[node])
+        stack += [int(chart.node_of_span[b, split + 1, end]), int(chart.node_of_span[b, start, split])]
+    return spans
+
+
+@torch.no_grad()
+def test_without_pruning_the_chart_is_plain_cky():
+    model = tiny_model(window_size=8).r2d2
+    lengths = [1, 2, 5, 7, 9]
+    ids, mask = batch_of(lengths)
+    chart = model(ids, mask).chart
+    for b, n in enumerate(lengths):
+        reference, count = plain_cky(model.embed_tokens(ids[b, :n]), model.compose)
+        nodes = batched_nodes(chart, b)
+        assert set(nodes) == set(reference)
+        for span, node in nodes.items():
+            torch.testing.assert_close(chart.node_states[node], reference[span].state, atol=1e-5, rtol=1e-4)
+            assert chart.node_log_p[node].item() == pytest.approx(reference[span].log_p, abs=1e-4)
+        assert batched_tree(chart, b, n) == tree_spans(reference, n)
+        assert int(chart.compositions[b]) == count == (n**3 - n) // 6
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 4])
+@torch.no_grad()
+def test_the_pruned_chart_matches_the_per_cell_loop(window):
+    model = tiny_model(window_size=window).r2d2
+    lengths = [3, 6, 11, 17, 24]
+    ids, mask = batch_of(lengths, seed=window)
+    chart = model(ids, mask).chart
+    for b, n in enumerate(lengths):
+        reference, count = pruned_chart_loop(model.embed_tokens(ids[b, :n]), model.compose, window)
+        nodes = batched_nodes(chart, b)
+        assert set(nodes) == set(reference), f"sentence {b}"
+        for span, node in nodes.items():
+            torch.testing.assert_close(chart.node_states[node], reference[span].state, atol=1e-5, rtol=1e-4)
+        assert batched_tree(chart, b, n) == tree_spans(reference, n)
+        assert int(chart.compositions[b]) == count
+
+
+@torch.no_grad()
+def test_compositions_grow_linearly_with_length():
+    """At window m the CKY rows take at most n m (m + 1) / 2 compositions and every merge fills at most m + 1 new
+    top-row cells of m splits, so compositions <= c n with c = 3 m (m + 1) / 2 (30 at m = 4). Full CKY needs
+    (n^3 - n) / 6."""
+    window = 4
+    model = tiny_model(window_size=window).r2d2
+    for n in (10, 50, 200):
+        ids, mask = batch_of([n, n], seed=n)
+        counts = model(ids, mask).chart.compositions.tolist()
+        for count in counts:
+            assert count <= 3 * window * (window + 1) // 2 * n, (n, count)
+        assert max(counts) < (n**3 - n) // 6 or n == 10
+
+
+def test_training_samples_trees_and_gradients_reach_every_part():
+    model = tiny_model(window_size=2).train()
+    ids, mask = batch_of([4, 9, 13])
+    labels = ids.masked_fill(mask == 0, -100)
+    loss = model(ids, mask, labels=labels).loss
+    loss.backward()
+    assert torch.isfinite(loss)
+    for name in ("r2d2.composition_score.weight", "r2d2.mix_weights.weight", "r2d2.embed_tokens.weight",
+                 "r2d2.composition_layers.0.query.weight", "prediction_head.0.weight"):
+        assert model.get_parameter(name).grad.abs().sum() > 0, name
+
+
+def test_merged_nodes_pass_their_scores_on_detached():
+    """The scores of cells built over a merged terminal carry no gradient into the merged node's own score."""
+    torch.manual_seed(0)
+    leaves = torch.randn(1, 6, 4, requires_grad=True)
+    weight = torch.randn(4, requires_grad=True)
+
+    def compose(left, right):
+        return left + right, torch.nn.functional.logsigmoid((left * right) @ weight)
+
+    def argmax(scores):
+        return torch.nn.functional.one_hot(scores.argmax(-1), scores.size(-1)).float()
+
+    chart = encode_pruned_chart(leaves, torch.tensor([6]), compose, argmax, window=1)
+    root = chart.node_log_p[chart.roots[0]]
+    # With window 1, every cell above the bigram row is built over merged terminals only: the root's score is its
+    # own composition's log p, and the children's scores are constants.
+    root_split = int(chart.node_split[chart.roots[0]])
+    left = chart.node_of_span[0, 0, root_split]
+    right = chart.node_of_span[0, root_split + 1, 5]
+    expected = root - chart.node_log_p[left].detach() - chart.node_log_p[right].detach()
+    (g_root,) = torch.autograd.grad(root, weight, retain_graph=True)
+    (g_own,) = torch.autograd.grad(expected, weight, retain_graph=True)
+    torch.testing.assert_close(g_root, g_own)
+
+
+@torch.no_grad()
+def test_pseudo_perplexity_cannot_see_the_predicted_word():
+    model = tiny_model(window_size=2)
+    ids, mask = batch_of([7, 5])
+    changed = ids.clone()
+    changed[0, 3] = (ids[0, 3] + 1 - 3) % 37 + 3
+    before = model.pseudo_log_likelihood(ids, mask)
+    after = model.pseudo_log_likelihood(changed, mask)
+    # Word 3's context does not contain word 3: its distribution is the same, so only the target's score moves.
+    logits_before = torch.log_softmax(model.predict_words(*_contexts(model, ids, 0, 3)), -1)
+    logits_after = torch.log_softmax(model.predict_words(*_contexts(model, changed, 0, 3)), -1)
+    torch.testing.assert_close(logits_before, logits_after)
+    assert before[0, 3] == pytest.approx(float(logits_before[0, ids[0, 3]]), abs=1e-5)
+    assert after[0, 3] == pytest.approx(float(logits_after[0, changed[0, 3]]), abs=1e-5)
+    assert before[1].ne(0).sum() == 5 and before[1, 5:].eq(0).all()
+
+
+def _contexts(model, ids, b, i):
+    """The roots of the prefix and suffix around word i, as separate one-sentence batches."""
+    prefix, suffix = ids[b : b + 1, :i], ids[b : b + 1, i + 1 : 7]
+    left = model.r2d2(prefix, torch.ones_like(prefix)).root_states
+    right = model.r2d2(suffix, torch.ones_like(suffix)).root_states
+    return left, right
+
+
+def test_parse_gives_binary_trees_over_words(tmp_path):
+    from hf_structure.data.tokenization import build_word_tokenizer
+
+    tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked"])
+    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
+                        num_composition_layers=1, window_size=2, parse_window_size=3)
+    model = R2D2ForLanguageModeling(config)
+    model.save_pretrained(tmp_path)
+    assert type(AutoModelForMaskedLM.from_pretrained(tmp_path)) is R2D2ForLanguageModeling
+    assert type(AutoModel.from_pretrained(tmp_path)) is R2D2Model
+    sentences = [["The", "old", "man", "sat", "on", "the", "bench"], ["barked"], ["A", "dog", "barked"]]
+    parses = model.parse(sentences, tokenizer)
+    assert [p["words"] for p in parses] == sentences
+    for words, parse in zip(sentences, parses):
+        spans = parse["spans"]
+        assert len(spans) == len(words) - 1  # a binary tree over n words has n - 1 constituents of 2+ words
+        if spans:
+            assert spans[0] == (0, len(words))
+        for a in spans:
+            for b in spans:
+                assert a[1] <= b[0] or b[1] <= a[0] or (a[0] <= b[0] and b[1] <= a[1]) or (b[0] <= a[0] and a[1] <= b[1])
+    # one parse at a time gives the same trees as the batch
+    assert [model.parse([s], tokenizer)[0] for s in sentences] == parses
+    with pytest.raises(ValueError, match="sentence 1: no word"):
+        model.parse([["a"], []], tokenizer)
+
+
+@pytest.fixture(scope="module")
+def tiny_r2d2_folder(tmp_path_factory):
+    """A small untrained R2D2 with a word tokenizer over the PTB-sample's words, saved as a checkpoint folder."""
+    from hf_structure.data.tokenization import build_word_tokenizer
+
+    folder = tmp_path_factory.mktemp("r2d2")
+    tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked at the man"])
+    torch.manual_seed(0)
+    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
+                        num_composition_layers=1, window_size=2, parse_window_size=3)
+    R2D2ForLanguageModeling(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_cli_evaluate_reports_f1_and_pseudo_perplexity(tiny_r2d2_folder, tmp_path, capsys):
+    from conftest import require_data
+
+    from hf_structure import cli
+
+    dev = require_data("ptb-sample", "dev")
+    (tmp_path / "lm.txt").write_text("the old man sat on the bench\na dog barked\n")
+    cli.main(["evaluate", "--model", str(tiny_r2d2_folder), "--treebank", str(dev), "--lm-text",
+              str(tmp_path / "lm.txt"), "--record", "--dataset-name", "ptb-sample/dev"])
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["sentences"] == 1921 and 0 < scores["sentence_f1"] < 100 and 0 < scores["corpus_f1"] < 100
+    assert "uas" not in scores and scores["pppl"] > 1
+    record = json.loads((tiny_r2d2_folder / "hf_structure_eval.json").read_text())
+    assert record["sentence_f1"] == scores["sentence_f1"] and record["pppl"] == scores["pppl"]
+
+
+def test_an_exported_r2d2_parses_the_same_as_remote_code(tiny_r2d2_folder, tmp_path):
+    from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, export_model_folder
+    from hf_structure.hub.records import write_json
+
+    write_json(tiny_r2d2_folder / EVAL_RECORD, {"dataset": "ptb-sample/dev", "sentence_f1": 40.0, "corpus_f1": 35.0,
+                                                "pppl_test": 900.0})
+    write_json(tiny_r2d2_folder / TRAINING_RECORD, {"command": "python scripts/run_mlm.py --model_type r2d2",
+                                                    "wall_time_s": 60, "machine": "x", "steps": 1, "epochs": 1})
+    out = export_model_folder(tiny_r2d2_folder, tmp_path / "export", repo_id="org/r2d2-tiny")
+    card = (out / "README.md").read_text()
+    assert "# r2d2-tiny" in card and "| pruning window (training / parsing) | 2 / 3 |" in card
+    assert (out / "modeling_r2d2.py").is_file() and (out / "configuration_r2d2.py").is_file()
+    sentence = "The old man sat on the bench ."
+    from transformers import pipeline
+
+    expected = pipeline("unsupervised-parsing", model=str(tiny_r2d2_folder))(sentence)
+    code = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('hf_structure', 'nltk'):
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+from transformers import pipeline
+result = pipeline(model={str(out)!r}, trust_remote_code=True)({sentence!r})
+print(result['tree'])
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == expected["tree"]
