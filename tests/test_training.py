@@ -15,6 +15,9 @@ from safetensors.torch import load_file
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "run_mlm.py"
 TINY_MODEL = ["--hidden_size", "32", "--num_hidden_layers", "2", "--num_attention_heads", "4"]
+TINY_R2D2 = ["--model_type", "r2d2", "--hidden_size", "32", "--num_attention_heads", "4", "--intermediate_size", "64",
+             "--num_composition_layers", "1", "--window_size", "2"]
+BOTH_MODELS = pytest.mark.parametrize("tiny_model", [TINY_MODEL, TINY_R2D2], ids=["structformer", "r2d2"])
 COMMON = ["--per_device_train_batch_size", "8", "--learning_rate", "1e-3", "--report_to", "none", "--use_cpu",
           "--seed", "7", "--logging_steps", "5", "--train_sampling_strategy", "group_by_length",
           "--prediction_loss_only", "--dataloader_num_workers", "0", "--disable_tqdm", "true"]
@@ -80,13 +83,14 @@ def data_args(text_files):
     return ["--train_file", str(text_files / "train.txt"), "--validation_file", str(text_files / "valid.txt")]
 
 
-def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_path, text_files):
+@BOTH_MODELS
+def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_path, text_files, tiny_model):
     steps = ["--max_steps", "24", "--save_steps", "8", "--do_train"]
-    straight = run_mlm([*TINY_MODEL, *COMMON, *steps, *data_args(text_files), "--output_dir", str(tmp_path / "a")])
+    straight = run_mlm([*tiny_model, *COMMON, *steps, *data_args(text_files), "--output_dir", str(tmp_path / "a")])
     assert straight.returncode == 0, straight.stderr[-3000:]
 
     interrupted_dir = tmp_path / "b"
-    command = [sys.executable, str(SCRIPT), *TINY_MODEL, *COMMON, *steps, *data_args(text_files),
+    command = [sys.executable, str(SCRIPT), *tiny_model, *COMMON, *steps, *data_args(text_files),
                "--output_dir", str(interrupted_dir)]
     process = subprocess.Popen(command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -100,12 +104,13 @@ def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_
         process.wait()
     assert not (interrupted_dir / "model.safetensors").exists()  # it really died before the end
 
-    resumed = run_mlm([*TINY_MODEL, *COMMON, *steps, *data_args(text_files), "--output_dir", str(interrupted_dir)])
+    resumed = run_mlm([*tiny_model, *COMMON, *steps, *data_args(text_files), "--output_dir", str(interrupted_dir)])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resuming from the last checkpoint in the output folder: {interrupted_dir / 'checkpoint-16'}" in resumed.stderr
     state = json.loads((interrupted_dir / "trainer_state.json").read_text())
     assert state["global_step"] == 24
-    # Same batches, masks and optimiser state after the resume: the weights equal the uninterrupted run's.
+    # Same batches, masks, Gumbel draws and optimiser state after the resume: the weights equal the uninterrupted
+    # run's.
     expected = load_file(tmp_path / "a" / "model.safetensors")
     actual = load_file(interrupted_dir / "model.safetensors")
     assert expected.keys() == actual.keys()
@@ -161,9 +166,10 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     assert "# tuned" in (exported / "README.md").read_text()
 
 
-def test_two_cpu_processes_with_torchrun(tmp_path, text_files):
+@BOTH_MODELS
+def test_two_cpu_processes_with_torchrun(tmp_path, text_files, tiny_model):
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
-               str(SCRIPT), *TINY_MODEL, *COMMON, "--max_steps", "3", "--do_train", "--ddp_backend", "gloo",
+               str(SCRIPT), *tiny_model, *COMMON, "--max_steps", "3", "--do_train", "--ddp_backend", "gloo",
                *data_args(text_files), "--output_dir", str(tmp_path / "ddp")]
     result = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -172,6 +178,32 @@ def test_two_cpu_processes_with_torchrun(tmp_path, text_files):
     # Two ranks of 8 sentences make a step of 16 of the 400: 3 steps are 0.12 of an epoch (one process: 0.06).
     assert state["epoch"] == pytest.approx(3 * 16 / 400)
     assert (tmp_path / "ddp" / "model.safetensors").exists()
+
+
+def test_an_r2d2_is_fine_tuned_on_new_text_and_parses(tmp_path, text_files):
+    base = tmp_path / "base"
+    first = run_mlm([*TINY_R2D2, *COMMON, "--max_steps", "2", "--do_train", *data_args(text_files),
+                     "--output_dir", str(base)])
+    assert first.returncode == 0, first.stderr[-3000:]
+    domain = tmp_path / "domain.txt"
+    domain.write_text("The patient was given 5 mg of aspirin .\nHer blood pressure rose after 3 days .\n" * 20)
+    tuned = tmp_path / "tuned"
+    result = run_mlm(["--model_name_or_path", str(base), *COMMON, "--max_steps", "3", "--do_train", "--do_eval",
+                      "--train_file", str(domain), "--validation_file", str(domain), "--output_dir", str(tuned),
+                      "--config_overrides", "parse_window_size=3"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tuned / "trainer_state.json").read_text())["global_step"] == 3
+    assert json.loads((tuned / "config.json").read_text())["parse_window_size"] == 3
+    assert "eval_perplexity" in json.loads((tuned / "eval_results.json").read_text())
+    from transformers import AutoModelForMaskedLM, pipeline
+
+    import hf_structure  # noqa: F401
+
+    tuned_model, base_model = AutoModelForMaskedLM.from_pretrained(tuned), AutoModelForMaskedLM.from_pretrained(base)
+    assert not torch.equal(tuned_model.r2d2.embed_tokens.weight, base_model.r2d2.embed_tokens.weight)
+    parsed = pipeline("unsupervised-parsing", model=str(tuned))("Her blood pressure rose after 3 days.")
+    assert parsed["words"] == ["Her", "blood", "pressure", "rose", "after", "3", "days", "."]
+    assert parsed["spans"][0] == [0, 8] and len(parsed["spans"]) == 6  # binary over the 7 words, then the period
 
 
 def test_evaluation_during_training_logs_perplexity_and_parsing_scores_with_the_step(tmp_path, text_files):

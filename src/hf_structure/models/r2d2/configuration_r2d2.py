@@ -74,7 +74,7 @@ class R2D2Config(PretrainedConfig):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.window_size = window_size
-        self.parse_window_size = parse_window_size
+        self.parse_window_size = parse_window_size or window_size
         self.gumbel_temperature = gumbel_temperature
         self.max_parse_words = max_parse_words
         self.punctuation_policy = punctuation_policy

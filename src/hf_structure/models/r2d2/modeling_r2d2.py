@@ -462,7 +462,7 @@ class R2D2Model(R2D2PreTrainedModel):
             chart = self(
                 encoded["input_ids"].to(self.device),
                 encoded["attention_mask"].to(self.device),
-                window_size=self.config.parse_window_size or self.config.window_size,
+                window_size=self.config.parse_window_size,
             ).chart
         finally:
             self.train(was_training)
