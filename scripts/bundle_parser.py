@@ -32,7 +32,11 @@ def main() -> None:
     parser.add_argument("--test", required=True, help="test CoNLL-U: the scores the card reports")
     parser.add_argument("--dataset", required=True, help="display name of the test treebank")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
-    parser.add_argument("--continues", help="the earlier run folder this run fine-tuned (its stages come first)")
+    parser.add_argument(
+        "--continues",
+        help="what this run fine-tuned, so that its stages come first: the earlier run folder (its training record), "
+        "or a JSON file listing the earlier stages' records (a weights-only snapshot's stages.json)",
+    )
     args = parser.parse_args()
     run, output = Path(args.run), Path(args.output)
 
@@ -59,8 +63,9 @@ def main() -> None:
     training["notes"] = "; ".join(filter(None, [training.get("notes"), args.notes]))
     stages = [training]
     if args.continues:  # each stage fine-tunes the model the stage before it saved
-        earlier = json.loads((Path(args.continues) / TRAINING_RECORD).read_text())
-        stages = [*earlier.get("stages", [earlier]), training]
+        source = Path(args.continues)
+        earlier = json.loads((source if source.is_file() else source / TRAINING_RECORD).read_text())
+        stages = [*(earlier if isinstance(earlier, list) else earlier.get("stages", [earlier])), training]
     keys = ("command", "wall_time_s", "steps", "epochs", "notes")
     record = {
         "command": "\n".join(f"# stage {k}\n{s['command']}" for k, s in enumerate(stages, 1))

@@ -17,7 +17,9 @@ from hf_structure.evaluation.metrics import (
 
 
 def onlstm_f1(model_out: set, std_out: set) -> float:
-    """The per-sentence F1 of the ON-LSTM / StructFormer evaluation script (`test_phrase_grammar.py`), verbatim."""
+    """The per-sentence F1 of the ON-LSTM / StructFormer evaluation script (`test_phrase_grammar.py`), verbatim. The
+    compound-PCFG script that the R2D2 papers score with (`compare_tree.py`) has the very same lines: in both, a
+    sentence without gold spans scores 0 unless nothing is predicted either, so one sentence-F1 serves both."""
     overlap = model_out.intersection(std_out)
     prec = float(len(overlap)) / (len(model_out) + 1e-8)
     reca = float(len(overlap)) / (len(std_out) + 1e-8)
