@@ -1,0 +1,117 @@
+"""Exact dynamic programming over arc-hybrid derivations (Kuhlmann, Gómez-Rodríguez & Satta 2011; Shi, Huang & Lee
+2017; Le Roux, Rozenknop & Lacroix 2019), batched over sentences.
+
+Positions: 0 is ROOT, 1..n the words, n + 1 the empty buffer. The arc-hybrid system starts from stack [0] and
+buffer 1..n and ends with stack [0] and an empty buffer, through n SHIFTs (move the buffer front b0 onto the stack)
+and n reductions of the stack top s0: LEFT attaches s0 to b0 (b0 must be a word), RIGHT attaches s0 to the word
+below it, s1 (ROOT included).
+
+`minimal_feature_dp` is the O(n^3) algorithm of Shi et al.: every transition is scored from (s0, b0) only. Its item
+T[i, j] stands for the subderivations that start with i on top of the stack and j at the front of the buffer and end
+in the same state, every word between i and j attached:
+
+    T[i, i + 1] = 0
+    T[i, j] = max over i < k < j of  T[i, k] + shift(i, k) + T[k, j]
+                                     + max(left(k, j) + arc(j -> k),  right(k, j) + arc(i -> k))
+
+Self-contained (torch only); functions are copied into a model's Hub code by `scripts/fix_copies.py`.
+"""
+
+import torch
+
+SHIFT, LEFT, RIGHT = 0, 1, 2
+
+
+def minimal_feature_dp(
+    transition_scores: torch.Tensor, arc_scores: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
+    """The best arc-hybrid derivation of each sentence under minimal-feature scores, exactly.
+
+    Args:
+        transition_scores: `(B, P, P, 3)`, `[b, s0, b0, action]` the score of SHIFT / LEFT / RIGHT taken with stack top
+            s0 and buffer front b0 (positions as in the module docstring; P >= n + 2).
+        arc_scores: `(B, P, P)`, `[b, h, d]` the score of the arc h -> d.
+        lengths: `(B,)` words per sentence.
+
+    Returns:
+        the best derivation's score `(B,)`; heads `(B, P)` (`heads[b, d]` for the words d = 1..n, 0 elsewhere); and
+        each sentence's transitions (SHIFT / LEFT / RIGHT ids, 2n of them).
+    """
+    batch_size, size = arc_scores.shape[:2]
+    device = arc_scores.device
+    scores = transition_scores.detach().float()
+    arcs = arc_scores.detach().float()
+    # The buffer-end position of each sentence: LEFT needs a word at the buffer front.
+    end = lengths.to(device) + 1
+    chart = arc_scores.new_full((batch_size, size, size), float("-inf"), dtype=torch.float)
+    index = torch.arange(size - 1, device=device)
+    chart[:, index, index + 1] = 0.0
+    best_split = torch.zeros(batch_size, size, size, dtype=torch.long, device=device)
+    best_action = torch.zeros_like(best_split)
+    for width in range(2, size):
+        starts = torch.arange(size - width, device=device)
+        ends = starts + width
+        splits = starts[:, None] + torch.arange(1, width, device=device)  # (S, width - 1)
+        i, j = starts[:, None].expand_as(splits), ends[:, None].expand_as(splits)
+        left = scores[:, splits, j, LEFT] + arcs[:, j, splits]
+        left = left.masked_fill(j[None] >= end[:, None, None], float("-inf"))
+        right = scores[:, splits, j, RIGHT] + arcs[:, i, splits]
+        reduce, action = torch.stack([left, right], -1).max(-1)
+        total = chart[:, i, splits] + scores[:, i, splits, SHIFT] + chart[:, splits, j] + reduce
+        value, arg = total.max(-1)
+        chart[:, starts, ends] = value
+        best_split[:, starts, ends] = starts + 1 + arg
+        best_action[:, starts, ends] = LEFT + action.gather(-1, arg[..., None]).squeeze(-1)
+    batch = torch.arange(batch_size, device=device)
+    best = chart[batch, 0, end]
+    heads = torch.zeros(batch_size, size, dtype=torch.long)
+    derivations = []
+    splits, actions = best_split.tolist(), best_action.tolist()
+    for b, last in enumerate(end.tolist()):
+        transitions = []
+        _backtrack(splits[b], actions[b], 0, last, heads[b], transitions)
+        derivations.append(transitions)
+    return best, heads.to(device), derivations
+
+
+def _backtrack(splits, actions, i, j, heads, transitions):
+    """Append the transitions of item T[i, j] and set the heads it attaches (iteratively: sentences can be long)."""
+    stack = [("item", i, j)]
+    while stack:
+        kind, i, j = stack.pop()
+        if kind == "emit":
+            transitions.append(i)
+            continue
+        if j - i < 2:
+            continue
+        k, action = splits[i][j], actions[i][j]
+        heads[k] = j if action == LEFT else i
+        # T[i, k], SHIFT k, T[k, j], reduce k: pushed in reverse
+        stack += [("emit", action, None), ("item", k, j), ("emit", SHIFT, None), ("item", i, k)]
+
+
+def derivation_score(
+    transitions: list[int], transition_scores: torch.Tensor, arc_scores: torch.Tensor, length: int
+) -> tuple[float, list[int]]:
+    """Replay `transitions` from the initial configuration of a sentence of `length` words, summing the minimal-feature
+    scores of `minimal_feature_dp` (one sentence: `(P, P, 3)` and `(P, P)`). Returns the score and the heads
+    (index 0 unused). Raises ValueError on an illegal transition or an unfinished derivation."""
+    stack, front, heads, total = [0], 1, [0] * (length + 1), 0.0
+    for step, action in enumerate(transitions):
+        s0 = stack[-1]
+        total += float(transition_scores[s0, front, action])
+        if action == SHIFT and front <= length:
+            stack.append(front)
+            front += 1
+        elif action == LEFT and len(stack) > 1 and front <= length:
+            heads[stack.pop()] = front
+            total += float(arc_scores[front, s0])
+        elif action == RIGHT and len(stack) > 1:
+            stack.pop()
+            heads[s0] = stack[-1]
+            total += float(arc_scores[stack[-1], s0])
+        else:
+            raise ValueError(f"transition {step} ({action}) is illegal with stack {stack} and buffer front {front}")
+    if stack != [0] or front != length + 1:
+        raise ValueError(f"the derivation ends with stack {stack} and buffer front {front}")
+    return total, heads
