@@ -62,3 +62,64 @@ def test_derivation_score_rejects_illegal_sequences():
         derivation_score([LEFT], scores, arcs, 2)
     with pytest.raises(ValueError, match="ends with"):
         derivation_score([SHIFT], scores, arcs, 2)
+
+
+def stack_size_score(transitions, transition_scores, matching_scores, arc_scores, length):
+    """Replay a derivation, scoring each step from the buffer front and the stack size (bucketed), each reduction
+    with its matching and arc scores: the scores `stack_size_dp` maximises, written out step by step."""
+    buckets = transition_scores.size(1)
+    stack, shifted_onto, front, total = [0], {}, 1, 0.0
+    for action in transitions:
+        size = min(len(stack), buckets - 1)
+        total += float(transition_scores[front, size, action])
+        if action == SHIFT:
+            shifted_onto[front] = len(stack)
+            stack.append(front)
+            front += 1
+            continue
+        k = stack.pop()
+        total += float(matching_scores[k, min(shifted_onto[k], buckets - 1), front])
+        total += float(arc_scores[front, k] if action == LEFT else arc_scores[stack[-1], k])
+    return total
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("buckets", [3, 10])
+def test_stack_size_dp_finds_the_best_derivation(length, buckets):
+    from hf_structure.structs.arc_hybrid import stack_size_dp
+
+    generator = torch.Generator().manual_seed(10 * length + buckets)
+    batch, size = 2, length + 3
+    transition_scores = torch.randn(batch, size, buckets, 3, generator=generator)
+    matching_scores = torch.randn(batch, size, buckets, size, generator=generator)
+    arc_scores = torch.randn(batch, size, size, generator=generator)
+    best, heads, derivations = stack_size_dp(transition_scores, matching_scores, arc_scores,
+                                             torch.full((batch,), length))
+    candidates = all_derivations(length)
+    for b in range(batch):
+        scored = [stack_size_score(t, transition_scores[b], matching_scores[b], arc_scores[b], length)
+                  for t in candidates]
+        assert float(best[b]) == pytest.approx(max(scored), abs=1e-4)
+        replayed = stack_size_score(derivations[b], transition_scores[b], matching_scores[b], arc_scores[b], length)
+        assert replayed == pytest.approx(float(best[b]), abs=1e-4)
+        _, replayed_heads = derivation_score(derivations[b], torch.zeros(size, size, 3), torch.zeros(size, size),
+                                             length)
+        assert replayed_heads[1:] == heads[b, 1 : length + 1].tolist()
+
+
+def test_cost_augmented_decoding_maximises_score_plus_hamming_cost():
+    from hf_structure.structs.arc_hybrid import hamming_augmented_arcs
+
+    length, size = 5, 8
+    generator = torch.Generator().manual_seed(3)
+    transition_scores = torch.randn(1, size, size, 3, generator=generator)
+    arc_scores = torch.randn(1, size, size, generator=generator)
+    gold = torch.tensor([[0, 2, 0, 2, 5, 3, 0, 0]])  # heads of words 1..5
+    augmented = hamming_augmented_arcs(arc_scores, gold, cost=2.0)
+    best, heads, _ = minimal_feature_dp(transition_scores, augmented, torch.tensor([length]))
+    expected = []
+    for transitions in all_derivations(length):
+        score, predicted = derivation_score(transitions, transition_scores[0], arc_scores[0], length)
+        wrong = sum(p != g for p, g in zip(predicted[1:], gold[0, 1 : length + 1].tolist()))
+        expected.append(score + 2.0 * wrong)
+    assert float(best[0]) == pytest.approx(max(expected), abs=1e-4)

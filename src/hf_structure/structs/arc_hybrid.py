@@ -14,6 +14,17 @@ in the same state, every word between i and j attached:
     T[i, j] = max over i < k < j of  T[i, k] + shift(i, k) + T[k, j]
                                      + max(left(k, j) + arc(j -> k),  right(k, j) + arc(i -> k))
 
+`stack_size_dp` is the O(n^4) algorithm of Le Roux et al.: transitions are scored from the buffer front and the
+stack size, `transition_scores[b0, q, action]`, and each reduction adds a matching score `matching_scores[k, q, j]`
+(word k, shifted onto a stack of q elements, reduced with j at the buffer front) and the new arc's score. Its items
+carry the stack size q (with i on top):
+
+    T[q, i, i + 1] = 0
+    T[q, i, j] = max over i < k < j of  T[q, i, k] + shift(k, q) + T[q + 1, k, j] + matching(k, q, j)
+                                        + max(left(j, q + 1) + arc(j -> k),  right(j, q + 1) + arc(i -> k))
+
+Stack sizes at or above the scores' last bucket share it (the paper buckets 1-9 and >= 10).
+
 Self-contained (torch only); functions are copied into a model's Hub code by `scripts/fix_copies.py`.
 """
 
@@ -90,6 +101,77 @@ def _backtrack(splits, actions, i, j, heads, transitions):
         stack += [("emit", action, None), ("item", k, j), ("emit", SHIFT, None), ("item", i, k)]
 
 
+def stack_size_dp(
+    transition_scores: torch.Tensor, matching_scores: torch.Tensor, arc_scores: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
+    """The best arc-hybrid derivation of each sentence under stack-size scores, exactly (see the module docstring).
+
+    Args:
+        transition_scores: `(B, P, Q, 3)`, `[b, b0, q, action]`: SHIFT / LEFT / RIGHT taken with buffer front b0 and
+            q elements on the stack (bucket Q - 1 holds every q >= Q - 1; index 0 is unused).
+        matching_scores: `(B, P, Q, P)`, `[b, k, q, j]`: word k was shifted onto q elements and is reduced with j at
+            the buffer front.
+        arc_scores: `(B, P, P)`, `[b, h, d]` the score of the arc h -> d.
+        lengths: `(B,)` words per sentence.
+
+    Returns: as `minimal_feature_dp`.
+    """
+    batch_size, size = arc_scores.shape[:2]
+    device = arc_scores.device
+    buckets = transition_scores.size(2)
+    moves = transition_scores.detach().float()
+    matching = matching_scores.detach().float()
+    arcs = arc_scores.detach().float()
+    end = lengths.to(device) + 1
+    depth = size  # stack sizes 1 .. depth; the chart's row depth + 1 stays -inf, so nothing grows deeper
+    bucket = torch.arange(depth + 2, device=device).clamp(max=buckets - 1)
+    chart = arc_scores.new_full((batch_size, depth + 2, size, size), float("-inf"), dtype=torch.float)
+    index = torch.arange(size - 1, device=device)
+    chart[:, 1 : depth + 1, index, index + 1] = 0.0
+    best_split = torch.zeros(batch_size, depth + 1, size, size, dtype=torch.long, device=device)
+    best_action = torch.zeros_like(best_split)
+    for width in range(2, size):
+        starts = torch.arange(size - width, device=device)
+        ends = starts + width
+        splits = starts[:, None] + torch.arange(1, width, device=device)  # (S, width - 1)
+        i, j = starts[:, None].expand_as(splits), ends[:, None].expand_as(splits)
+        # Row q of each tensor: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
+        shift = moves[:, splits, :, SHIFT].permute(0, 3, 1, 2)[:, bucket[1 : depth + 1]]  # (B, D, S, K)
+        reduce_moves = moves[:, j].permute(0, 3, 1, 2, 4)[:, bucket[2 : depth + 2]]  # (B, D, S, K, 3)
+        match = matching[:, splits].permute(0, 3, 1, 2, 4)[:, bucket[1 : depth + 1]]  # (B, D, S, K, P)
+        match = match.gather(-1, j[None, None, :, :, None].expand(batch_size, depth, -1, -1, 1)).squeeze(-1)
+        left = reduce_moves[..., LEFT] + arcs[:, j, splits][:, None]
+        left = left.masked_fill((j[None] >= end[:, None, None])[:, None], float("-inf"))
+        right = reduce_moves[..., RIGHT] + arcs[:, i, splits][:, None]
+        reduce, action = torch.stack([left, right], -1).max(-1)
+        total = chart[:, 1 : depth + 1, i, splits] + shift + chart[:, 2 : depth + 2, splits, j] + match + reduce
+        value, arg = total.max(-1)
+        chart[:, 1 : depth + 1, starts, ends] = value
+        best_split[:, 1:, starts, ends] = starts + 1 + arg
+        best_action[:, 1:, starts, ends] = LEFT + action.gather(-1, arg[..., None]).squeeze(-1)
+    batch = torch.arange(batch_size, device=device)
+    best = chart[batch, 1, 0, end]
+    heads = torch.zeros(batch_size, size, dtype=torch.long)
+    derivations = []
+    splits, actions = best_split.tolist(), best_action.tolist()
+    for b, last in enumerate(end.tolist()):
+        transitions = []
+        stack = [("item", 1, 0, last)]
+        while stack:
+            kind, depth_or_action, i, j = stack.pop()
+            if kind == "emit":
+                transitions.append(depth_or_action)
+                continue
+            if j - i < 2:
+                continue
+            level = depth_or_action
+            k, action = splits[b][level][i][j], actions[b][level][i][j]
+            heads[b, k] = j if action == LEFT else i
+            stack += [("emit", action, 0, 0), ("item", level + 1, k, j), ("emit", SHIFT, 0, 0), ("item", level, i, k)]
+        derivations.append(transitions)
+    return best, heads.to(device), derivations
+
+
 def derivation_score(
     transitions: list[int], transition_scores: torch.Tensor, arc_scores: torch.Tensor, length: int
 ) -> tuple[float, list[int]]:
@@ -115,3 +197,15 @@ def derivation_score(
     if stack != [0] or front != length + 1:
         raise ValueError(f"the derivation ends with stack {stack} and buffer front {front}")
     return total, heads
+
+
+def hamming_augmented_arcs(arc_scores: torch.Tensor, gold_heads: torch.Tensor, cost: float = 1.0) -> torch.Tensor:
+    """Arc scores for cost-augmented decoding: `cost` added to every arc h -> d whose h is not d's gold head.
+
+    Every derivation gives each word exactly one head, so either DP over these scores finds the derivation that
+    maximises score + cost * (number of wrong heads), the structured hinge loss's most violating derivation.
+    `gold_heads`: `(B, P)`, the gold head of each word position (other positions are ignored).
+    """
+    heads = torch.arange(arc_scores.size(1), device=arc_scores.device)
+    wrong = heads[None, :, None] != gold_heads[:, None, :]  # [b, h, d]
+    return arc_scores + cost * wrong.to(arc_scores.dtype)
