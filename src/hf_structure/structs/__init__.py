@@ -4,11 +4,17 @@
   the check that heads form a tree.
 - `decoding`: maximum spanning trees over arc scores (projective: Eisner; non-projective: Chu-Liu/Edmonds) and the
   best binary tree over span scores (CKY).
+- `transitions`: arc-standard + SWAP and its static oracle.
+- `pruned_chart`: R2D2's pruned CKY chart over a learned composition function.
+- `arc_hybrid`: exact DP over arc-hybrid derivations (minimal features, O(n^3); stack sizes, O(n^4)) and
+  cost-augmented arc scores.
 
 A model's Hub code cannot import these: it carries generated copies (`# Copied from`, `scripts/fix_copies.py`).
 """
 
+from .arc_hybrid import hamming_augmented_arcs, minimal_feature_dp, stack_size_dp
 from .decoding import chu_liu_edmonds, cky, eisner
+from .pruned_chart import ChartEncoding, encode_pruned_chart
 from .trees import (
     Span,
     bracketed_to_spans,
@@ -23,6 +29,7 @@ from .trees import (
 )
 
 __all__ = [
+    "ChartEncoding",
     "Span",
     "bracketed_to_spans",
     "check_heads",
@@ -31,9 +38,13 @@ __all__ = [
     "distances_heights_to_tree",
     "distances_to_spans",
     "eisner",
+    "encode_pruned_chart",
+    "hamming_augmented_arcs",
     "heads_are_tree",
     "heads_to_spans",
     "is_projective",
+    "minimal_feature_dp",
     "spans_to_bracketed",
+    "stack_size_dp",
     "tree_to_heads",
 ]
