@@ -1,7 +1,11 @@
 #!/usr/bin/env python
-"""Turn a finished `run_parser.py` run into a bundled parser checkpoint: weights (in half precision when that changes
-no parse of the dev set; the config keeps float32, so it loads and runs in float32), tokenizer, the run's training
+"""Turn a finished `run_parser.py` run into a bundled parser checkpoint: weights, tokenizer, the run's training
 record, the evaluation record (test scores, with the dev scores beside them) and the model card.
+
+The weights are stored in the smallest precision that changes no parse of the dev set (the config keeps float32,
+so the model loads and runs in float32): all in half precision; else, for a parser whose graph input enters only
+its top layers, half precision for the embeddings and the layers below the graph and float32 above; else float32.
+The folder holds no copy of the model code: the installed package's classes load it (an export writes the code).
 
     python scripts/bundle_parser.py --run runs/g2gtr-ewt \
         --output packages/hf-structure-g2gtr-ewt/src/hf_structure_g2gtr_ewt/g2gtr-ewt \
@@ -24,6 +28,18 @@ from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
 from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
 
 
+def storage_plans(model):
+    """(description, which parameters go to half precision), smallest storage first."""
+    plans = [("half precision", lambda name: True)]
+    graph_layers = getattr(model.config, "graph_layers", None)
+    if graph_layers:
+        below = model.config.num_hidden_layers - graph_layers
+        lower = ("embeddings.", *(f"layers.{index}." for index in range(below)))
+        plans.append((f"half precision for the embeddings and layers 0-{below - 1} (below the graph input), "
+                      "float32 for the graph layers and the classifiers", lambda name: name.startswith(lower)))
+    return plans
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", required=True, help="run_parser.py output folder (final model + training record)")
@@ -43,21 +59,29 @@ def main() -> None:
     model, tokenizer = load_model_and_tokenizer(str(run))
     dev_words = [sentence["words"] for sentence in read_conllu(args.dev)]
     full = parse_word_lists(model, tokenizer, dev_words)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(parameter.half().float())
-    rounded = parse_word_lists(model, tokenizer, dev_words)
-    changed = sum(a != b for a, b in zip(full, rounded))
-    print(f"half precision changes {changed} of {len(dev_words)} dev parses")
+    storage, in_half = "float32", None
+    for description, rule in storage_plans(model):
+        trial = load_model_and_tokenizer(str(run))[0]
+        with torch.no_grad():
+            for name, parameter in trial.named_parameters():
+                if rule(name):
+                    parameter.copy_(parameter.half().float())
+        changed = sum(a != b for a, b in zip(full, parse_word_lists(trial, tokenizer, dev_words)))
+        print(f"{description}: {changed} of {len(dev_words)} dev parses change")
+        if changed == 0:
+            storage, in_half = description, rule
+            break
 
     if output.exists():
         shutil.rmtree(output)
-    (model if changed == 0 else load_model_and_tokenizer(str(run))[0]).save_pretrained(output)
+    model.save_pretrained(output)
     tokenizer.save_pretrained(output)
-    if changed == 0:
+    for code in output.glob("*.py"):
+        code.unlink()
+    if in_half is not None:
         weights = output / "model.safetensors"
-        save_file({name: tensor.half() for name, tensor in load_file(weights).items()}, weights,
-                  metadata={"format": "pt"})
+        save_file({name: tensor.half() if in_half(name) else tensor for name, tensor in load_file(weights).items()},
+                  weights, metadata={"format": "pt"})
 
     training = json.loads((run / TRAINING_RECORD).read_text())
     training["notes"] = "; ".join(filter(None, [training.get("notes"), args.notes]))
@@ -75,8 +99,8 @@ def main() -> None:
         "steps": sum(stage["steps"] for stage in stages),
         "epochs": round(sum(stage["epochs"] for stage in stages), 2),
         "train_data": f"{Path(args.dev).name.replace('-dev', '-train')} (every oracle configuration once an epoch)",
-        "notes": f"weights stored in {'half' if changed == 0 else 'full'} precision (half precision changed "
-                 f"{changed} of {len(dev_words)} dev parses)",
+        "notes": f"weights stored as: {storage} (the smallest storage that changes none of the {len(dev_words)} "
+                 "dev parses)",
         "stages": [{key: stage[key] for key in keys if stage.get(key)} for stage in stages],
     }
     (output / TRAINING_RECORD).write_text(json.dumps(record, indent=2) + "\n")

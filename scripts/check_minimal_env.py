@@ -3,7 +3,7 @@
 are installed (no hf_structure, no nltk), by repo id from an offline Hub cache, and parses raw text exactly as the
 installed package does.
 
-    python scripts/check_minimal_env.py [--model structformer-ptb] [--workdir /tmp/hf-minimal]
+    python scripts/check_minimal_env.py [--model structformer-ptb g2gtr-ewt ...] [--workdir /tmp/hf-minimal]
 
 Makes a virtualenv with those packages only (pip), lays the export out in a Hub cache (`make_hf_cache`), parses a
 few sentences there with `pipeline(model=REPO_ID, trust_remote_code=True)` under HF_HUB_OFFLINE=1, and compares
@@ -42,7 +42,7 @@ print(json.dumps(parser(json.loads(sys.argv[2]))))
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="structformer-ptb")
+    parser.add_argument("--model", nargs="+", default=["structformer-ptb"], help="bundled names or folders")
     parser.add_argument("--workdir", help="where the virtualenv and the Hub cache go (default: a temporary folder)")
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="hf_minimal_"))
@@ -57,22 +57,27 @@ def main() -> int:
     from hf_structure.hub import make_hf_cache
     from hf_structure.pipelines import load_parser
 
-    make_hf_cache(args.model, REPO_ID, cache)
-    expected = load_parser(args.model)(SENTENCES)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
-    env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), HF_MODULES_CACHE=str(workdir / "modules"),
-               TRANSFORMERS_VERBOSITY="error")
-    child = subprocess.run([str(python), "-I", "-c", CHILD, REPO_ID, json.dumps(SENTENCES)], env=env, cwd=workdir,
-                           capture_output=True, text=True, timeout=600)
-    if child.returncode != 0:
-        print(child.stderr[-3000:], file=sys.stderr)
-        return 1
-    got = json.loads(child.stdout.strip().splitlines()[-1])
-    for sentence, mine, theirs in zip(SENTENCES, expected, got):
-        status = "same" if mine == theirs else "DIFFERENT"
-        print(f"{status}: {sentence!r} -> {theirs['tree']} heads {theirs['heads']}")
-    return 0 if got == expected else 1
-
+    failed = 0
+    for number, model in enumerate(args.model):
+        repo_id, cache = f"{REPO_ID}-{number}", workdir / f"hub-cache-{number}"
+        make_hf_cache(model, repo_id, cache)
+        expected = load_parser(model)(SENTENCES)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
+        env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), HF_MODULES_CACHE=str(workdir / "modules"),
+                   TRANSFORMERS_VERBOSITY="error")
+        child = subprocess.run([str(python), "-I", "-c", CHILD, repo_id, json.dumps(SENTENCES)], env=env,
+                               cwd=workdir, capture_output=True, text=True, timeout=600)
+        if child.returncode != 0:
+            print(f"{model}: the minimal environment failed", file=sys.stderr)
+            print(child.stderr[-3000:], file=sys.stderr)
+            failed += 1
+            continue
+        got = json.loads(child.stdout.strip().splitlines()[-1])
+        for sentence, mine, theirs in zip(SENTENCES, expected, got):
+            status = "same" if mine == theirs else "DIFFERENT"
+            print(f"{model}: {status}: {sentence!r} -> {theirs.get('tree', '')} heads {theirs['heads']}")
+        failed += got != expected
+    return 1 if failed else 0
 
 if __name__ == "__main__":
     sys.exit(main())

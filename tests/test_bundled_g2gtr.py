@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from hf_structure.bundled import bundled_checkpoints
 
@@ -28,12 +29,16 @@ def test_the_card_is_what_its_records_render():
     assert str(render_model_card(FOLDER)).rstrip() == committed.rstrip()
 
 
-def test_the_folder_is_at_most_60_mb_in_half_precision():
+def test_the_folder_is_at_most_60_mb_and_loads_in_float32():
     from safetensors import safe_open
+
+    from hf_structure.bundled import load_model_and_tokenizer
 
     assert sum(path.stat().st_size for path in FOLDER.iterdir()) <= 60 * 2**20
     with safe_open(FOLDER / "model.safetensors", "pt") as weights:
-        assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float16"}
+        assert str(weights.get_tensor("embeddings.word_embeddings.weight").dtype) == "torch.float16"
+    model, _ = load_model_and_tokenizer("g2gtr-ewt")
+    assert {parameter.dtype for parameter in model.parameters()} == {torch.float32}
 
 
 def test_the_short_name_reproduces_the_pinned_dev_slice(data_dir):
