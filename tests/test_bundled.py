@@ -9,6 +9,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_model_path
 
 ROOT = Path(__file__).parents[1]
@@ -57,6 +59,22 @@ def test_the_default_pipeline_and_cli_reproduce_the_recorded_scores_on_a_dev_sli
     cli.main(["parse", "--pretokenized", "--input", str(source), "--output", str(out)])
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [line["heads"] for line in lines] == [p["heads"] for p in parses[:20]]
+
+
+def test_a_model_package_that_cannot_be_imported_is_left_out_with_a_warning(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    import hf_structure.bundled as bundled
+
+    broken = EntryPoint("broken-model", "no_such_module_xyz:CHECKPOINT", bundled.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(bundled, "entry_points", lambda group: [broken])
+    bundled._installed_model_packages.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match="'broken-model'.*no_such_module_xyz"):
+            names = bundled.bundled_checkpoints()
+        assert "broken-model" not in names and DEFAULT_MODEL in names
+    finally:
+        bundled._installed_model_packages.cache_clear()
 
 
 def test_wsj_00_01_never_reaches_training():

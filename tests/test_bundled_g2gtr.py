@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(FOLDER is None, reason="hf-structure-g2gtr-ewt i
 # Scores of the bundled g2gtr-ewt on the first 200 sentences of EWT dev (all words, universal labels), measured when
 # it was bundled (2026-11-25) and pinned here.
 SLICE = 200
-SLICE_SCORES = {"uas": None, "las": None, "valid_trees": 100.0}
+SLICE_SCORES = {"uas": 91.14, "las": 89.24, "valid_trees": 100.0}
 SENTENCES = ["The old man sat on the bench.", "I wouldn't go there again, it was terrible!"]
 
 

@@ -8,6 +8,7 @@ hf-structure-<name>`) adds its own short names: `<short name> = "<module>:<attri
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -19,7 +20,15 @@ ENTRY_POINT_GROUP = "hf_structure.checkpoints"
 
 @lru_cache(maxsize=1)
 def _installed_model_packages() -> dict[str, Path]:
-    return {entry.name: Path(entry.load()) for entry in entry_points(group=ENTRY_POINT_GROUP)}
+    """Short names declared by installed model packages. A package whose module cannot be imported (a broken or
+    half-removed install) is left out with a warning naming it, so that the other models keep working."""
+    folders = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            folders[entry.name] = Path(entry.load())
+        except (ImportError, AttributeError) as error:
+            warnings.warn(f"checkpoint {entry.name!r} ({entry.value}) is not available: {error}", stacklevel=2)
+    return folders
 
 
 def bundled_checkpoints() -> dict[str, Path]:
