@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the per-cell reference the tests check the chart against
 
 import torch  # noqa: E402
-from reference_r2d2 import pruned_chart_loop, tree_spans  # noqa: E402
+from reference_r2d2 import chart_tree_spans, pruned_chart_loop, tree_spans  # noqa: E402
 
 import hf_structure  # noqa: E402,F401
 from hf_structure.data.text import ptb_lm_lines  # noqa: E402
@@ -35,22 +35,6 @@ def cpu_flags() -> str:
         return platform.processor() or "unknown"
     wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
     return ", ".join(f"{flag}={'yes' if flag in flags else 'no'}" for flag in wanted)
-
-
-def batched_trees(chart, lengths):
-    trees = []
-    for b, n in enumerate(lengths):
-        spans, stack = [], [int(chart.roots[b])]
-        while stack:
-            node = stack.pop()
-            start, end = chart.node_span[node].tolist()
-            if start == end:
-                continue
-            spans.append((start, end + 1))
-            split = int(chart.node_split[node])
-            stack += [int(chart.node_of_span[b, split + 1, end]), int(chart.node_of_span[b, start, split])]
-        trees.append(spans)
-    return trees
 
 
 def main(argv=None) -> None:
@@ -84,8 +68,7 @@ def main(argv=None) -> None:
             encoded = tokenizer(lines[first : first + args.batch_size], padding=True, return_tensors="pt",
                                 return_token_type_ids=False)
             chart = r2d2(**encoded).chart
-            lengths = encoded["attention_mask"].sum(-1).tolist()
-            batched += batched_trees(chart, lengths)
+            batched += [chart_tree_spans(chart, b) for b in range(len(chart.roots))]
             compositions += int(chart.compositions.sum())
         batched_time = time.perf_counter() - start
 

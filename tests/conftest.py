@@ -39,3 +39,14 @@ def ptb_dev() -> Path:
     if not (path / "mrg").is_dir():
         pytest.skip(f"{path} has no mrg/ folder")
     return path
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Thousands of tiny tensor ops: intra-op threads only add overhead, and stall badly on a busy machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

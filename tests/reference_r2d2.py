@@ -118,3 +118,17 @@ def tree_spans(nodes, n):
         split = nodes[(start, end)].split
         stack += [(split + 1, end), (start, split)]
     return spans
+
+
+def chart_tree_spans(chart, b):
+    """The same constituents read from the batched chart's node tables (`ChartEncoding`), for sentence b."""
+    spans, stack = [], [int(chart.roots[b])]
+    while stack:
+        node = stack.pop()
+        start, end = chart.node_span[node].tolist()
+        if start == end:
+            continue
+        spans.append((start, end + 1))
+        split = int(chart.node_split[node])
+        stack += [int(chart.node_of_span[b, split + 1, end]), int(chart.node_of_span[b, start, split])]
+    return spans

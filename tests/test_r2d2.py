@@ -7,20 +7,14 @@ import sys
 
 import pytest
 import torch
-from reference_r2d2 import plain_cky, pruned_chart_loop, tree_spans
+from reference_r2d2 import chart_tree_spans, plain_cky, pruned_chart_loop, tree_spans
 from transformers import AutoModel, AutoModelForMaskedLM
 
 from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
 from hf_structure.structs.pruned_chart import encode_pruned_chart
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Many small tensor ops: intra-op threads only add overhead, and stall badly on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model(window_size=4, **overrides) -> R2D2ForLanguageModeling:
@@ -50,19 +44,6 @@ def batched_nodes(chart, b):
     return {(start, end): int(chart.node_of_span[b, start, end]) for start, end in found}
 
 
-def batched_tree(chart, b, n):
-    spans, stack = [], [int(chart.roots[b])]
-    while stack:
-        node = stack.pop()
-        start, end = chart.node_span[node].tolist()
-        if start == end:
-            continue
-        spans.append((start, end + 1))
-        split = int(chart.node_split[node])
-        stack += [int(chart.node_of_span[b, split + 1, end]), int(chart.node_of_span[b, start, split])]
-    return spans
-
-
 @torch.no_grad()
 def test_without_pruning_the_chart_is_plain_cky():
     model = tiny_model(window_size=8).r2d2
@@ -76,7 +57,7 @@ def test_without_pruning_the_chart_is_plain_cky():
         for span, node in nodes.items():
             torch.testing.assert_close(chart.node_states[node], reference[span].state, atol=1e-5, rtol=1e-4)
             assert chart.node_log_p[node].item() == pytest.approx(reference[span].log_p, abs=1e-4)
-        assert batched_tree(chart, b, n) == tree_spans(reference, n)
+        assert chart_tree_spans(chart, b) == tree_spans(reference, n)
         assert int(chart.compositions[b]) == count == (n**3 - n) // 6
 
 
@@ -93,7 +74,7 @@ def test_the_pruned_chart_matches_the_per_cell_loop(window):
         assert set(nodes) == set(reference), f"sentence {b}"
         for span, node in nodes.items():
             torch.testing.assert_close(chart.node_states[node], reference[span].state, atol=1e-5, rtol=1e-4)
-        assert batched_tree(chart, b, n) == tree_spans(reference, n)
+        assert chart_tree_spans(chart, b) == tree_spans(reference, n)
         assert int(chart.compositions[b]) == count
 
 

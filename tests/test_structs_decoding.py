@@ -22,13 +22,7 @@ INF = float("inf")
 GARBAGE = 1e3  # written wherever a decoder must not look (self-loops, ROOT's head, padding, single-word spans)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Thousands of tiny tensor ops: intra-op threads only add overhead, and stall badly on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ---- references ------------------------------------------------------------------------------------------------

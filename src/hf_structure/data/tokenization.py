@@ -33,3 +33,28 @@ def build_word_tokenizer(sentences: Iterable[str], max_vocab_size: int | None = 
         model_input_names=["input_ids", "attention_mask"],
         clean_up_tokenization_spaces=False,
     )
+
+
+def encode_words(sentences, tokenizer, max_words: int):
+    """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
+    `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
+    `max_words`, or not one token per word. Self-contained: copied into word-level models' Hub code."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+        if len(words) > max_words:
+            raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {max_words}")
+    encoded = tokenizer(
+        [list(words) for words in sentences],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    )
+    for index, (words, length) in enumerate(zip(sentences, encoded["attention_mask"].sum(dim=-1).tolist())):
+        if length != len(words):
+            raise ValueError(
+                f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
+                "one token per word"
+            )
+    return encoded

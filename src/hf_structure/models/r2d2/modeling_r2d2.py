@@ -262,6 +262,32 @@ class R2D2LanguageModelingOutput(ModelOutput):
     root_states: torch.Tensor | None = None
 
 
+# Copied from hf_structure.data.tokenization.encode_words
+def encode_words(sentences, tokenizer, max_words: int):
+    """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
+    `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
+    `max_words`, or not one token per word. Self-contained: copied into word-level models' Hub code."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+        if len(words) > max_words:
+            raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {max_words}")
+    encoded = tokenizer(
+        [list(words) for words in sentences],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    )
+    for index, (words, length) in enumerate(zip(sentences, encoded["attention_mask"].sum(dim=-1).tolist())):
+        if length != len(words):
+            raise ValueError(
+                f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
+                "one token per word"
+            )
+    return encoded
+
+
 class R2D2CompositionLayer(nn.Module):
     """One post-LayerNorm Transformer layer over a handful of inputs; role embeddings enter queries and keys."""
 
@@ -436,26 +462,7 @@ class R2D2Model(R2D2PreTrainedModel):
         (0-based `[start, end)`, top-down), read from the whole-sentence node along the chosen splits, with the chart
         pruned at `config.parse_window_size`. Raises ValueError naming the sentence when one cannot be parsed.
         """
-        limit = self.config.max_parse_words
-        for index, words in enumerate(sentences):
-            if not words:
-                raise ValueError(f"sentence {index}: no word")
-            if len(words) > limit:
-                raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {limit}")
-        encoded = tokenizer(
-            [list(words) for words in sentences],
-            is_split_into_words=True,
-            padding=True,
-            return_tensors="pt",
-            return_token_type_ids=False,
-        )
-        lengths = encoded["attention_mask"].sum(dim=-1).tolist()
-        for index, (words, length) in enumerate(zip(sentences, lengths)):
-            if length != len(words):
-                raise ValueError(
-                    f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
-                    "one token per word"
-                )
+        encoded = encode_words(sentences, tokenizer, self.config.max_parse_words)
         was_training = self.training
         self.eval()
         try:

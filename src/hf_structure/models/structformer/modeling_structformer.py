@@ -128,6 +128,32 @@ def dependency_distribution(
     return p_parent.masked_fill(~keep, 0.0).to(dtype)
 
 
+# Copied from hf_structure.data.tokenization.encode_words
+def encode_words(sentences, tokenizer, max_words: int):
+    """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
+    `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
+    `max_words`, or not one token per word. Self-contained: copied into word-level models' Hub code."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+        if len(words) > max_words:
+            raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {max_words}")
+    encoded = tokenizer(
+        [list(words) for words in sentences],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    )
+    for index, (words, length) in enumerate(zip(sentences, encoded["attention_mask"].sum(dim=-1).tolist())):
+        if length != len(words):
+            raise ValueError(
+                f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
+                "one token per word"
+            )
+    return encoded
+
+
 # Copied from hf_structure.structs.trees.distances_to_spans
 def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
     """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
@@ -558,26 +584,8 @@ class StructFormerModel(StructFormerPreTrainedModel):
         method = head_decoding or self.config.head_decoding
         if method not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {method!r}")
-        limit = self.config.max_position_embeddings
-        for index, words in enumerate(sentences):
-            if not words:
-                raise ValueError(f"sentence {index}: no word")
-            if len(words) > limit:
-                raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {limit}")
-        encoded = tokenizer(
-            [list(words) for words in sentences],
-            is_split_into_words=True,
-            padding=True,
-            return_tensors="pt",
-            return_token_type_ids=False,
-        )
+        encoded = encode_words(sentences, tokenizer, self.config.max_position_embeddings)
         lengths = encoded["attention_mask"].sum(dim=-1).tolist()
-        for index, (words, length) in enumerate(zip(sentences, lengths)):
-            if length != len(words):
-                raise ValueError(
-                    f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
-                    "one token per word"
-                )
         input_ids = encoded["input_ids"].to(self.device)
         mask = encoded["attention_mask"].to(self.device).bool()
         distances, heights, parent = self.parse_scores(input_ids, mask)
