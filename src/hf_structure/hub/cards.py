@@ -77,6 +77,9 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         raise FileNotFoundError(f"model card template {template_path} not found")
     record = load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics))
     training = load_training_record(model_dir)
+    # Each stage carries its 1-based number, so that a template listing only some stages (those with notes) names
+    # them right.
+    training["stages"] = [{**stage, "number": number} for number, stage in enumerate(training.get("stages", []), 1)]
     model_name = repo_id.split("/")[-1] if repo_id else model_dir.name
     card_data = ModelCardData(
         model_name=model_name,
