@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     source = evaluate.add_mutually_exclusive_group()
     source.add_argument("--baseline", choices=BASELINES)
     source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")
-    evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for the model's perplexity (masked-LM or pseudo-perplexity)")
+    evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for the model's perplexity "
+                                            "(masked-LM or pseudo-perplexity, by model)")
     evaluate.add_argument("--record", action="store_true",
                           help="also write the scores (and the baselines') into the model folder's "
                                "hf_structure_eval.json, for its model card (other keys there are kept)")
