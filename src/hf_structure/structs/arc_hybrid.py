@@ -80,25 +80,28 @@ def minimal_feature_dp(
     splits, actions = best_split.tolist(), best_action.tolist()
     for b, last in enumerate(end.tolist()):
         transitions = []
-        _backtrack(splits[b], actions[b], 0, last, heads[b], transitions)
+        _backtrack([splits[b]], [actions[b]], last, heads[b], transitions, deepen=0)
         derivations.append(transitions)
     return best, heads.to(device), derivations
 
 
-def _backtrack(splits, actions, i, j, heads, transitions):
-    """Append the transitions of item T[i, j] and set the heads it attaches (iteratively: sentences can be long)."""
-    stack = [("item", i, j)]
+def _backtrack(splits, actions, last, heads, transitions, deepen):
+    """Append the transitions of the goal item (level 1 if `deepen`, else 0; i = 0, j = `last`) and set the heads it
+    attaches. `splits[level][i][j]` and `actions[level][i][j]` are the back-pointers; the right antecedent of an item
+    at `level` sits at `level + deepen` (the stack-size DP's q + 1; the minimal-feature DP has one level).
+    Iterative, as sentences can be long."""
+    stack = [("item", deepen, 0, last)]
     while stack:
-        kind, i, j = stack.pop()
+        kind, value, i, j = stack.pop()
         if kind == "emit":
-            transitions.append(i)
+            transitions.append(value)
             continue
         if j - i < 2:
             continue
-        k, action = splits[i][j], actions[i][j]
+        k, action = splits[value][i][j], actions[value][i][j]
         heads[k] = j if action == LEFT else i
         # T[i, k], SHIFT k, T[k, j], reduce k: pushed in reverse
-        stack += [("emit", action, None), ("item", k, j), ("emit", SHIFT, None), ("item", i, k)]
+        stack += [("emit", action, 0, 0), ("item", value + deepen, k, j), ("emit", SHIFT, 0, 0), ("item", value, i, k)]
 
 
 def stack_size_dp(
@@ -156,18 +159,7 @@ def stack_size_dp(
     splits, actions = best_split.tolist(), best_action.tolist()
     for b, last in enumerate(end.tolist()):
         transitions = []
-        stack = [("item", 1, 0, last)]
-        while stack:
-            kind, depth_or_action, i, j = stack.pop()
-            if kind == "emit":
-                transitions.append(depth_or_action)
-                continue
-            if j - i < 2:
-                continue
-            level = depth_or_action
-            k, action = splits[b][level][i][j], actions[b][level][i][j]
-            heads[b, k] = j if action == LEFT else i
-            stack += [("emit", action, 0, 0), ("item", level + 1, k, j), ("emit", SHIFT, 0, 0), ("item", level, i, k)]
+        _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen=1)
         derivations.append(transitions)
     return best, heads.to(device), derivations
 
