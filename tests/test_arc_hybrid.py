@@ -7,8 +7,9 @@ import torch
 from hf_structure.structs.arc_hybrid import LEFT, RIGHT, SHIFT, derivation_score, minimal_feature_dp
 
 
-def all_derivations(length):
-    """Every legal arc-hybrid transition sequence of a sentence of `length` words (stack [0], buffer 1..n)."""
+def all_derivations(length, single_root=False):
+    """Every legal arc-hybrid transition sequence of a sentence of `length` words (stack [0], buffer 1..n); with
+    `single_root`, only those attaching one word to ROOT (RIGHT onto ROOT only with an empty buffer)."""
     found = []
 
     def extend(stack, front, transitions):
@@ -20,26 +21,31 @@ def all_derivations(length):
         if len(stack) > 1:
             if front <= length:
                 extend(stack[:-1], front, transitions + [LEFT])
-            extend(stack[:-1], front, transitions + [RIGHT])
+            if not (single_root and len(stack) == 2 and front <= length):
+                extend(stack[:-1], front, transitions + [RIGHT])
 
     extend([0], 1, [])
     return found
 
 
-@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 6])
-def test_minimal_feature_dp_finds_the_best_derivation(length):
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 6, 7])
+def test_minimal_feature_dp_finds_the_best_derivation(length, single_root):
     generator = torch.Generator().manual_seed(length)
     batch, size = 3, length + 3  # one position of padding beyond the buffer end
     transition_scores = torch.randn(batch, size, size, 3, generator=generator)
     arc_scores = torch.randn(batch, size, size, generator=generator)
-    best, heads, derivations = minimal_feature_dp(transition_scores, arc_scores, torch.full((batch,), length))
-    candidates = all_derivations(length)
+    best, heads, derivations = minimal_feature_dp(transition_scores, arc_scores, torch.full((batch,), length),
+                                                  single_root=single_root)
+    candidates = all_derivations(length, single_root)
     for b in range(batch):
         scored = [derivation_score(t, transition_scores[b], arc_scores[b], length)[0] for t in candidates]
         assert float(best[b]) == pytest.approx(max(scored), abs=1e-4)
         replayed, replayed_heads = derivation_score(derivations[b], transition_scores[b], arc_scores[b], length)
         assert replayed == pytest.approx(float(best[b]), abs=1e-4)
         assert replayed_heads[1:] == heads[b, 1 : length + 1].tolist()
+        if single_root:
+            assert replayed_heads[1:].count(0) == 1
 
 
 def test_sentences_of_different_lengths_in_one_batch_decode_as_alone():
@@ -83,9 +89,11 @@ def stack_size_score(transitions, transition_scores, matching_scores, arc_scores
     return total
 
 
-@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("single_root", [False, True])
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 6, 7])
 @pytest.mark.parametrize("buckets", [3, 10])
-def test_stack_size_dp_finds_the_best_derivation(length, buckets):
+def test_stack_size_dp_finds_the_best_derivation(length, buckets, single_root):
+    """With 3 buckets, stacks deeper than 2 share the last bucket and its chart row: still exact."""
     from hf_structure.structs.arc_hybrid import stack_size_dp
 
     generator = torch.Generator().manual_seed(10 * length + buckets)
@@ -94,8 +102,8 @@ def test_stack_size_dp_finds_the_best_derivation(length, buckets):
     matching_scores = torch.randn(batch, size, buckets, size, generator=generator)
     arc_scores = torch.randn(batch, size, size, generator=generator)
     best, heads, derivations = stack_size_dp(transition_scores, matching_scores, arc_scores,
-                                             torch.full((batch,), length))
-    candidates = all_derivations(length)
+                                             torch.full((batch,), length), single_root=single_root)
+    candidates = all_derivations(length, single_root)
     for b in range(batch):
         scored = [stack_size_score(t, transition_scores[b], matching_scores[b], arc_scores[b], length)
                   for t in candidates]
@@ -105,6 +113,8 @@ def test_stack_size_dp_finds_the_best_derivation(length, buckets):
         _, replayed_heads = derivation_score(derivations[b], torch.zeros(size, size, 3), torch.zeros(size, size),
                                              length)
         assert replayed_heads[1:] == heads[b, 1 : length + 1].tolist()
+        if single_root:
+            assert replayed_heads[1:].count(0) == 1
 
 
 def test_cost_augmented_decoding_maximises_score_plus_hamming_cost():

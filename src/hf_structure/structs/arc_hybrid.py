@@ -23,7 +23,8 @@ carry the stack size q (with i on top):
     T[q, i, j] = max over i < k < j of  T[q, i, k] + shift(k, q) + T[q + 1, k, j] + matching(k, q, j)
                                         + max(left(j, q + 1) + arc(j -> k),  right(j, q + 1) + arc(i -> k))
 
-Stack sizes at or above the scores' last bucket share it (the paper buckets 1-9 and >= 10).
+Stack sizes at or above the scores' last bucket share it (the paper buckets 1-9 and >= 10), and so do their items:
+with Q buckets the DP runs in O(Q n^3).
 
 Self-contained (torch only); functions are copied into a model's Hub code by `scripts/fix_copies.py`.
 """
@@ -34,7 +35,7 @@ SHIFT, LEFT, RIGHT = 0, 1, 2
 
 
 def minimal_feature_dp(
-    transition_scores: torch.Tensor, arc_scores: torch.Tensor, lengths: torch.Tensor
+    transition_scores: torch.Tensor, arc_scores: torch.Tensor, lengths: torch.Tensor, single_root: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
     """The best arc-hybrid derivation of each sentence under minimal-feature scores, exactly.
 
@@ -43,6 +44,7 @@ def minimal_feature_dp(
             s0 and buffer front b0 (positions as in the module docstring; P >= n + 2).
         arc_scores: `(B, P, P)`, `[b, h, d]` the score of the arc h -> d.
         lengths: `(B,)` words per sentence.
+        single_root: only derivations that attach one word to ROOT (RIGHT onto ROOT only once the buffer is empty).
 
     Returns:
         the best derivation's score `(B,)`; heads `(B, P)` (`heads[b, d]` for the words d = 1..n, 0 elsewhere); and
@@ -67,6 +69,8 @@ def minimal_feature_dp(
         left = scores[:, splits, j, LEFT] + arcs[:, j, splits]
         left = left.masked_fill(j[None] >= end[:, None, None], float("-inf"))
         right = scores[:, splits, j, RIGHT] + arcs[:, i, splits]
+        if single_root:
+            right = right.masked_fill(_root_before_the_end(i, j, end), float("-inf"))
         reduce, action = torch.stack([left, right], -1).max(-1)
         total = chart[:, i, splits] + scores[:, i, splits, SHIFT] + chart[:, splits, j] + reduce
         value, arg = total.max(-1)
@@ -80,16 +84,21 @@ def minimal_feature_dp(
     splits, actions = best_split.tolist(), best_action.tolist()
     for b, last in enumerate(end.tolist()):
         transitions = []
-        _backtrack([splits[b]], [actions[b]], last, heads[b], transitions, deepen=0)
+        _backtrack([splits[b]], [actions[b]], last, heads[b], transitions, deepen=0, deepest=0)
         derivations.append(transitions)
     return best, heads.to(device), derivations
 
 
-def _backtrack(splits, actions, last, heads, transitions, deepen):
+def _root_before_the_end(i: torch.Tensor, j: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+    """`(B, S, K)` True where a RIGHT reduction would attach a word to ROOT (i = 0) before the buffer is empty."""
+    return (i == 0)[None] & (j[None] != end[:, None, None])
+
+
+def _backtrack(splits, actions, last, heads, transitions, deepen, deepest):
     """Append the transitions of the goal item (level 1 if `deepen`, else 0; i = 0, j = `last`) and set the heads it
     attaches. `splits[level][i][j]` and `actions[level][i][j]` are the back-pointers; the right antecedent of an item
-    at `level` sits at `level + deepen` (the stack-size DP's q + 1; the minimal-feature DP has one level).
-    Iterative, as sentences can be long."""
+    at `level` sits at `min(level + deepen, deepest)` (the stack-size DP's q + 1, its last row standing for every
+    deeper stack; the minimal-feature DP has one level). Iterative, as sentences can be long."""
     stack = [("item", deepen, 0, last)]
     while stack:
         kind, value, i, j = stack.pop()
@@ -101,11 +110,16 @@ def _backtrack(splits, actions, last, heads, transitions, deepen):
         k, action = splits[value][i][j], actions[value][i][j]
         heads[k] = j if action == LEFT else i
         # T[i, k], SHIFT k, T[k, j], reduce k: pushed in reverse
-        stack += [("emit", action, 0, 0), ("item", value + deepen, k, j), ("emit", SHIFT, 0, 0), ("item", value, i, k)]
+        deeper = min(value + deepen, deepest)
+        stack += [("emit", action, 0, 0), ("item", deeper, k, j), ("emit", SHIFT, 0, 0), ("item", value, i, k)]
 
 
 def stack_size_dp(
-    transition_scores: torch.Tensor, matching_scores: torch.Tensor, arc_scores: torch.Tensor, lengths: torch.Tensor
+    transition_scores: torch.Tensor,
+    matching_scores: torch.Tensor,
+    arc_scores: torch.Tensor,
+    lengths: torch.Tensor,
+    single_root: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
     """The best arc-hybrid derivation of each sentence under stack-size scores, exactly (see the module docstring).
 
@@ -116,22 +130,26 @@ def stack_size_dp(
             the buffer front.
         arc_scores: `(B, P, P)`, `[b, h, d]` the score of the arc h -> d.
         lengths: `(B,)` words per sentence.
+        single_root: as in `minimal_feature_dp`.
 
     Returns: as `minimal_feature_dp`.
+
+    Items with q >= Q - 1 elements on the stack see the same (last-bucket) scores and the same deeper items, so they
+    share one chart row: the DP is exact in O(Q n^3) time rather than O(n^4).
     """
     batch_size, size = arc_scores.shape[:2]
     device = arc_scores.device
-    buckets = transition_scores.size(2)
+    deepest = transition_scores.size(2) - 1  # chart rows 1..deepest; row deepest stands for every deeper stack
     moves = transition_scores.detach().float()
     matching = matching_scores.detach().float()
     arcs = arc_scores.detach().float()
     end = lengths.to(device) + 1
-    depth = size  # stack sizes 1 .. depth; the chart's row depth + 1 stays -inf, so nothing grows deeper
-    bucket = torch.arange(depth + 2, device=device).clamp(max=buckets - 1)
-    chart = arc_scores.new_full((batch_size, depth + 2, size, size), float("-inf"), dtype=torch.float)
+    rows = torch.arange(1, deepest + 1, device=device)
+    deeper = (rows + 1).clamp(max=deepest)  # the row of the item after a SHIFT
+    chart = arc_scores.new_full((batch_size, deepest + 1, size, size), float("-inf"), dtype=torch.float)
     index = torch.arange(size - 1, device=device)
-    chart[:, 1 : depth + 1, index, index + 1] = 0.0
-    best_split = torch.zeros(batch_size, depth + 1, size, size, dtype=torch.long, device=device)
+    chart[:, 1:, index, index + 1] = 0.0
+    best_split = torch.zeros(batch_size, deepest + 1, size, size, dtype=torch.long, device=device)
     best_action = torch.zeros_like(best_split)
     for width in range(2, size):
         starts = torch.arange(size - width, device=device)
@@ -139,17 +157,19 @@ def stack_size_dp(
         splits = starts[:, None] + torch.arange(1, width, device=device)  # (S, width - 1)
         i, j = starts[:, None].expand_as(splits), ends[:, None].expand_as(splits)
         # Row q of each tensor: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
-        shift = moves[:, splits, :, SHIFT].permute(0, 3, 1, 2)[:, bucket[1 : depth + 1]]  # (B, D, S, K)
-        reduce_moves = moves[:, j].permute(0, 3, 1, 2, 4)[:, bucket[2 : depth + 2]]  # (B, D, S, K, 3)
-        match = matching[:, splits].permute(0, 3, 1, 2, 4)[:, bucket[1 : depth + 1]]  # (B, D, S, K, P)
-        match = match.gather(-1, j[None, None, :, :, None].expand(batch_size, depth, -1, -1, 1)).squeeze(-1)
+        shift = moves[:, splits, :, SHIFT].permute(0, 3, 1, 2)[:, rows]  # (B, D, S, K)
+        reduce_moves = moves[:, j].permute(0, 3, 1, 2, 4)[:, deeper]  # (B, D, S, K, 3)
+        match = matching[:, splits].permute(0, 3, 1, 2, 4)[:, rows]  # (B, D, S, K, P)
+        match = match.gather(-1, j[None, None, :, :, None].expand(batch_size, deepest, -1, -1, 1)).squeeze(-1)
         left = reduce_moves[..., LEFT] + arcs[:, j, splits][:, None]
         left = left.masked_fill((j[None] >= end[:, None, None])[:, None], float("-inf"))
         right = reduce_moves[..., RIGHT] + arcs[:, i, splits][:, None]
+        if single_root:
+            right = right.masked_fill(_root_before_the_end(i, j, end)[:, None], float("-inf"))
         reduce, action = torch.stack([left, right], -1).max(-1)
-        total = chart[:, 1 : depth + 1, i, splits] + shift + chart[:, 2 : depth + 2, splits, j] + match + reduce
+        total = chart[:, 1:, i, splits] + shift + chart[:, deeper][:, :, splits, j] + match + reduce
         value, arg = total.max(-1)
-        chart[:, 1 : depth + 1, starts, ends] = value
+        chart[:, 1:, starts, ends] = value
         best_split[:, 1:, starts, ends] = starts + 1 + arg
         best_action[:, 1:, starts, ends] = LEFT + action.gather(-1, arg[..., None]).squeeze(-1)
     batch = torch.arange(batch_size, device=device)
@@ -159,7 +179,7 @@ def stack_size_dp(
     splits, actions = best_split.tolist(), best_action.tolist()
     for b, last in enumerate(end.tolist()):
         transitions = []
-        _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen=1)
+        _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen=1, deepest=deepest)
         derivations.append(transitions)
     return best, heads.to(device), derivations
 
