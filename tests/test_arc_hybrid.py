@@ -133,3 +133,83 @@ def test_cost_augmented_decoding_maximises_score_plus_hamming_cost():
         wrong = sum(p != g for p, g in zip(predicted[1:], gold[0, 1 : length + 1].tolist()))
         expected.append(score + 2.0 * wrong)
     assert float(best[0]) == pytest.approx(max(expected), abs=1e-4)
+
+
+def random_tree(length, rng):
+    """A random dependency tree with one root (`heads` 1-based, 0 = root); usually non-projective."""
+    order = list(range(1, length + 1))
+    rng.shuffle(order)
+    heads = [0] * length
+    for index, word in enumerate(order[1:], start=1):
+        heads[word - 1] = order[rng.randrange(index)]
+    return heads
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_projectivize_gives_a_projective_tree_and_keeps_projective_ones(seed):
+    import random
+
+    from hf_structure.structs.trees import check_heads, is_projective, projectivize
+
+    rng = random.Random(seed)
+    heads = random_tree(rng.randint(1, 12), rng)
+    lifted = projectivize(heads)
+    check_heads(lifted)
+    assert is_projective(lifted)
+    assert lifted.index(0) == heads.index(0)
+    if is_projective(heads):
+        assert lifted == heads
+    else:  # lifting only moves dependents up to an ancestor of their head
+        for d, (old, new) in enumerate(zip(heads, lifted), start=1):
+            while old != new and old != 0:
+                old = heads[old - 1]
+            assert old == new
+
+
+def test_projectivize_lifts_the_crossing_arc_to_the_grandparent():
+    from hf_structure.structs.trees import projectivize
+
+    heads = [2, 0, 4, 2, 3]  # word 5 hangs on 3 across 4, which 3 does not dominate
+    assert projectivize(heads) == [2, 0, 4, 2, 4]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_oracle_derivation_is_what_the_stack_size_dp_finds_when_it_scores_best(seed):
+    """Scores that reward exactly the oracle's steps, matchings and arcs (as `stack_size_events` names them) make the
+    DP return the oracle's heads with every event rewarded: the training targets and the decoder agree on every
+    convention. (Stack sizes are not bucketed here, so that no two events of a derivation share a score.)"""
+    import random
+
+    from hf_structure.structs.arc_hybrid import stack_size_dp, stack_size_events, static_oracle
+    from hf_structure.structs.trees import projectivize
+
+    rng = random.Random(seed)
+    length = rng.randint(1, 12)
+    buckets = length + 2
+    heads = projectivize(random_tree(length, rng))
+    transitions = static_oracle(heads)
+    _, replayed = derivation_score(transitions, torch.zeros(length + 2, length + 2, 3),
+                                   torch.zeros(length + 2, length + 2), length)
+    assert replayed[1:] == heads
+    steps, matchings = stack_size_events(transitions, length, buckets)
+    size = length + 2
+    transition_scores = torch.zeros(1, size, buckets, 3)
+    matching_scores = torch.zeros(1, size, buckets, size)
+    arc_scores = torch.zeros(1, size, size)
+    for front, bucket, action in steps:
+        transition_scores[0, front, bucket, action] = 1
+    for word, bucket, front in matchings:
+        matching_scores[0, word, bucket, front] = 1
+    for d, h in enumerate(heads, start=1):
+        arc_scores[0, h, d] = 1
+    best, found, derivations = stack_size_dp(transition_scores, matching_scores, arc_scores, torch.tensor([length]),
+                                             single_root=True)
+    assert float(best[0]) == pytest.approx(len(steps) + len(matchings) + length)
+    assert found[0, 1 : length + 1].tolist() == heads
+
+
+def test_the_oracle_rejects_non_projective_trees():
+    from hf_structure.structs.arc_hybrid import static_oracle
+
+    with pytest.raises(ValueError, match="not projective"):
+        static_oracle([2, 0, 4, 2, 3])

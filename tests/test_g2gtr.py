@@ -19,32 +19,12 @@ from hf_structure.training.parser import (
     new_parser,
     oracle_examples,
 )
-
-SENTENCES = [
-    {"id": "a", "words": ["the", "dog", "ran", "."], "heads": [2, 3, 0, 3], "deprels": ["det", "nsubj", "root",
-                                                                                      "punct"]},
-    {"id": "b", "words": ["a", "hearing", "is", "scheduled", "on", "the", "issue", "today"],
-     "heads": [2, 4, 4, 0, 7, 7, 2, 4], "deprels": ["det", "nsubj:pass", "aux:pass", "root", "case", "det", "nmod",
-                                                    "obl:tmod"]},
-]
-DEPRELS = sorted({label for sentence in SENTENCES for label in sentence["deprels"]})
+from tiny_treebank import DEPRELS, SENTENCES, conllu_text, write_tiny_bert
 
 
 @pytest.fixture(scope="module")
 def bert_folder(tmp_path_factory):
-    """A tiny random BERT checkpoint with a WordPiece tokenizer (the stand-in for MiniLM)."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    folder = tmp_path_factory.mktemp("bert")
-    words = sorted({w for s in SENTENCES for w in s["words"]} | {"##s", "##ing", "old", "man", "sat", "bench"})
-    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
-    tokenizer = BertTokenizerFast(vocab=str(folder / "vocab.txt"))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=64)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return write_tiny_bert(tmp_path_factory.mktemp("bert"))
 
 
 @pytest.fixture(scope="module")
@@ -189,16 +169,6 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
     assert all(t["deprel"] in DEPRELS for b in blocks for t in b)
     assert [[t["head"] for t in b] for b in blocks] == [r["heads"] for r in parse([["the", "dog", "ran"],
                                                                                   ["a", "hearing", "is", "scheduled"]])]
-
-
-def conllu_text(sentences) -> str:
-    rows = []
-    for sentence in sentences:
-        rows += [f"# sent_id = {sentence['id']}"]
-        rows += [f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{d}\t_\t_" for i, (w, h, d) in
-                 enumerate(zip(sentence["words"], sentence["heads"], sentence["deprels"]), 1)]
-        rows.append("")
-    return "\n".join(rows) + "\n"
 
 
 def run_parser_command(bert_folder, treebank, output, *extra):

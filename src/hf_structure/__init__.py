@@ -4,6 +4,7 @@ Importing the package registers its models with the Auto classes (through `regis
 `unsupervised-parsing` pipeline task, and lets `transformers.pipeline` accept the bundled short names.
 """
 
+from .models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
 from .models.g2gtr import G2GTrConfig, G2GTrForParsing
 from .models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
 from .models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
@@ -97,9 +98,28 @@ register_model(
     )
 )
 
+register_model(
+    ModelSpec(
+        config_class=ArcHybridConfig,
+        auto_classes={"AutoModel": ArcHybridForParsing},
+        parsing_class="AutoModel",
+        card_template="arc_hybrid.md",
+        card_metrics=(
+            CardMetric("uas", "UAS", "Unlabelled attachment score (all words, punctuation included)"),
+            CardMetric("las", "LAS", "Labelled attachment score (all words; universal relation labels)"),
+        ),
+        card_tags=("arc-hybrid", "dependency-parsing", "transition-based-parsing", "dynamic-programming",
+                   "universal-dependencies"),
+        pipeline_tag="token-classification",
+        datasets=("universal_dependencies",),
+    )
+)
+
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the model classes above)
 
 __all__ = [
+    "ArcHybridConfig",
+    "ArcHybridForParsing",
     "CardMetric",
     "G2GTrConfig",
     "G2GTrForParsing",

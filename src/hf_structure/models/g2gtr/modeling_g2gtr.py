@@ -221,6 +221,11 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         )
         self.post_init()
 
+    @staticmethod
+    def is_pretrained_parameter(name: str) -> bool:
+        """Whether a parameter comes from the pretrained encoder (trained with the lower learning rate)."""
+        return name.startswith(("embeddings.", "layers.")) and ".relation_" not in name
+
     @property
     def first_graph_layer(self) -> int:
         return self.config.num_hidden_layers - self.config.graph_layers

@@ -1,0 +1,40 @@
+"""Two labelled sentences (one with a passive and a nominal modifier), their CoNLL-U text, and a tiny random BERT
+checkpoint with a WordPiece tokenizer over their words: the stand-in for MiniLM in the supervised parsers' tests."""
+
+from pathlib import Path
+
+import torch
+
+SENTENCES = [
+    {"id": "a", "words": ["the", "dog", "ran", "."], "heads": [2, 3, 0, 3], "deprels": ["det", "nsubj", "root",
+                                                                                      "punct"]},
+    {"id": "b", "words": ["a", "hearing", "is", "scheduled", "on", "the", "issue", "today"],
+     "heads": [2, 4, 4, 0, 7, 7, 2, 4], "deprels": ["det", "nsubj:pass", "aux:pass", "root", "case", "det", "nmod",
+                                                    "obl:tmod"]},
+]
+DEPRELS = sorted({label for sentence in SENTENCES for label in sentence["deprels"]})
+
+
+def write_tiny_bert(folder: Path) -> Path:
+    """Save a tiny random BERT (3 layers of width 32) and its WordPiece tokenizer to `folder`."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    words = sorted({w for s in SENTENCES for w in s["words"]} | {"##s", "##ing", "old", "man", "sat", "bench"})
+    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    tokenizer = BertTokenizerFast(vocab=str(folder / "vocab.txt"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def conllu_text(sentences) -> str:
+    rows = []
+    for sentence in sentences:
+        rows += [f"# sent_id = {sentence['id']}"]
+        rows += [f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{d}\t_\t_" for i, (w, h, d) in
+                 enumerate(zip(sentence["words"], sentence["heads"], sentence["deprels"]), 1)]
+        rows.append("")
+    return "\n".join(rows) + "\n"
