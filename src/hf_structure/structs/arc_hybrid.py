@@ -49,56 +49,82 @@ def minimal_feature_dp(
     Returns:
         the best derivation's score `(B,)`; heads `(B, P)` (`heads[b, d]` for the words d = 1..n, 0 elsewhere); and
         each sentence's transitions (SHIFT / LEFT / RIGHT ids, 2n of them).
+
+    Uses `_by_start`, `_by_end`, `_backtrack_all` (the chart is kept by (start, width) and by (end, width), so that
+    every lookup of a width's items is a slice, see `stack_size_dp`).
     """
     batch_size, size = arc_scores.shape[:2]
     device = arc_scores.device
     scores = transition_scores.detach().float()
     arcs = arc_scores.detach().float()
-    # The buffer-end position of each sentence: LEFT needs a word at the buffer front.
     end = lengths.to(device) + 1
-    chart = arc_scores.new_full((batch_size, size, size), float("-inf"), dtype=torch.float)
-    index = torch.arange(size - 1, device=device)
-    chart[:, index, index + 1] = 0.0
-    best_split = torch.zeros(batch_size, size, size, dtype=torch.long, device=device)
+    # LEFT needs a word at the buffer front.
+    beyond = torch.arange(size, device=device)[None, :] >= end[:, None]
+    left_scores = scores[..., LEFT].masked_fill(beyond[:, None, :], float("-inf")) + arcs.transpose(1, 2)
+    left_by_end = _by_end(left_scores)  # [b, j, w]: LEFT of k = j - w with j at the front, and the arc j -> k
+    right_by_end = _by_end(scores[..., RIGHT])  # [b, j, w]: RIGHT of k = j - w with j at the front
+    right_arcs = _by_start(arcs)  # [b, i, w]: the arc i -> i + w
+    shift_by_start = _by_start(scores[..., SHIFT])  # [b, i, w]: SHIFT of i + w with i on top
+    # T[i, i + w] + shift(i, i + w), by start; T[j - w, j] by end.
+    chart_and_shift = torch.full((batch_size, size, size), float("-inf"), device=device)
+    chart_by_end = torch.full((batch_size, size, size), float("-inf"), device=device)
+    chart_and_shift[:, : size - 1, 1] = shift_by_start[:, : size - 1, 1]
+    chart_by_end[:, 1:, 1] = 0.0
+    best_split = torch.zeros(batch_size, 1, size, size, dtype=torch.long, device=device)
     best_action = torch.zeros_like(best_split)
     for width in range(2, size):
-        starts = torch.arange(size - width, device=device)
-        ends = starts + width
-        splits = starts[:, None] + torch.arange(1, width, device=device)  # (S, width - 1)
-        i, j = starts[:, None].expand_as(splits), ends[:, None].expand_as(splits)
-        left = scores[:, splits, j, LEFT] + arcs[:, j, splits]
-        left = left.masked_fill(j[None] >= end[:, None, None], float("-inf"))
-        right = scores[:, splits, j, RIGHT] + arcs[:, i, splits]
-        if single_root:
-            right = right.masked_fill(_root_before_the_end(i, j, end), float("-inf"))
-        reduce, action = torch.stack([left, right], -1).max(-1)
-        total = chart[:, i, splits] + scores[:, i, splits, SHIFT] + chart[:, splits, j] + reduce
+        count = size - width  # items (i, i + width), i < count; their splits k = i + 1 .. i + width - 1
+        left = left_by_end[:, width:, 1:width].flip(-1)
+        right = right_by_end[:, width:, 1:width].flip(-1) + right_arcs[:, :count, 1:width]
+        if single_root:  # i = 0: RIGHT attaches k to ROOT, only with the empty buffer
+            right[:, 0].masked_fill_((end != width)[:, None], float("-inf"))
+        total = (chart_and_shift[:, :count, 1:width] + chart_by_end[:, width:, 1:width].flip(-1)
+                 + torch.maximum(left, right))
         value, arg = total.max(-1)
-        chart[:, starts, ends] = value
-        best_split[:, starts, ends] = starts + 1 + arg
-        best_action[:, starts, ends] = LEFT + action.gather(-1, arg[..., None]).squeeze(-1)
-    batch = torch.arange(batch_size, device=device)
-    best = chart[batch, 0, end]
-    heads = torch.zeros(batch_size, size, dtype=torch.long)
-    derivations = []
-    splits, actions = best_split.tolist(), best_action.tolist()
-    for b, last in enumerate(end.tolist()):
-        transitions = []
-        _backtrack([splits[b]], [actions[b]], last, heads[b], transitions, deepen=0, deepest=0)
-        derivations.append(transitions)
+        chart_and_shift[:, :count, width] = value + shift_by_start[:, :count, width]
+        chart_by_end[:, width:, width] = value
+        best_split[:, 0, :count, width] = torch.arange(count, device=device) + 1 + arg
+        is_right = right.gather(-1, arg[..., None]) > left.gather(-1, arg[..., None])
+        best_action[:, 0, :count, width] = LEFT + is_right.squeeze(-1).long()
+    best = chart_by_end[torch.arange(batch_size, device=device), end, end]
+    heads, derivations = _backtrack_all(best_split, best_action, end, deepen=0)
     return best, heads.to(device), derivations
 
 
-def _root_before_the_end(i: torch.Tensor, j: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
-    """`(B, S, K)` True where a RIGHT reduction would attach a word to ROOT (i = 0) before the buffer is empty."""
-    return (i == 0)[None] & (j[None] != end[:, None, None])
+def _by_start(scores: torch.Tensor) -> torch.Tensor:
+    """`y[..., i, w] = scores[..., i, i + w]` (-inf where i + w is beyond the last position)."""
+    size = scores.size(-1)
+    columns = torch.arange(size, device=scores.device)[:, None] + torch.arange(size, device=scores.device)
+    picked = scores.gather(-1, columns.clamp(max=size - 1).expand(*scores.shape[:-2], size, size))
+    return picked.masked_fill(columns >= size, float("-inf"))
+
+
+def _by_end(scores: torch.Tensor) -> torch.Tensor:
+    """`y[..., j, w] = scores[..., j - w, j]` (-inf where j - w < 0)."""
+    size = scores.size(-1)
+    rows = torch.arange(size, device=scores.device)[:, None] - torch.arange(size, device=scores.device)
+    picked = scores.transpose(-1, -2).gather(-1, rows.clamp(min=0).expand(*scores.shape[:-2], size, size))
+    return picked.masked_fill(rows < 0, float("-inf"))
+
+
+def _backtrack_all(best_split, best_action, end, deepen) -> tuple[torch.Tensor, list[list[int]]]:
+    """Heads `(B, P)` and transitions of every sentence from the back-pointers `[b, level, i, width]` (the split k
+    and the reduction of item (i, i + width) at that level). Uses `_backtrack`."""
+    heads = torch.zeros(best_split.size(0), best_split.size(-1), dtype=torch.long)
+    splits, actions = best_split.cpu().numpy(), best_action.cpu().numpy()
+    derivations = []
+    for b, last in enumerate(end.tolist()):
+        transitions = []
+        _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen, deepest=splits.shape[1] - 1)
+        derivations.append(transitions)
+    return heads, derivations
 
 
 def _backtrack(splits, actions, last, heads, transitions, deepen, deepest):
     """Append the transitions of the goal item (level 1 if `deepen`, else 0; i = 0, j = `last`) and set the heads it
-    attaches. `splits[level][i][j]` and `actions[level][i][j]` are the back-pointers; the right antecedent of an item
-    at `level` sits at `min(level + deepen, deepest)` (the stack-size DP's q + 1, its last row standing for every
-    deeper stack; the minimal-feature DP has one level). Iterative, as sentences can be long."""
+    attaches. `splits[level, i, j - i]` and `actions[level, i, j - i]` are the back-pointers; the right antecedent of
+    an item at `level` sits at `min(level + deepen, deepest)` (the stack-size DP's q + 1, its last row standing for
+    every deeper stack; the minimal-feature DP has one level). Iterative, as sentences can be long."""
     stack = [("item", deepen, 0, last)]
     while stack:
         kind, value, i, j = stack.pop()
@@ -107,7 +133,7 @@ def _backtrack(splits, actions, last, heads, transitions, deepen, deepest):
             continue
         if j - i < 2:
             continue
-        k, action = splits[value][i][j], actions[value][i][j]
+        k, action = int(splits[value, i, j - i]), int(actions[value, i, j - i])
         heads[k] = j if action == LEFT else i
         # T[i, k], SHIFT k, T[k, j], reduce k: pushed in reverse
         deeper = min(value + deepen, deepest)
@@ -135,50 +161,51 @@ def stack_size_dp(
     Returns: as `minimal_feature_dp`.
 
     Items with q >= Q - 1 elements on the stack see the same (last-bucket) scores and the same deeper items, so they
-    share one chart row: the DP is exact in O(Q n^3) time rather than O(n^4).
+    share one chart row: the DP is exact in O(Q n^3) time rather than O(n^4). The chart is kept twice, by (start,
+    width) and by (end, width), and every score is laid out the same way before the loop, so that all lookups of a
+    width's items are slices rather than gathers. Uses `_by_start`, `_by_end`, `_backtrack_all`.
     """
     batch_size, size = arc_scores.shape[:2]
     device = arc_scores.device
     deepest = transition_scores.size(2) - 1  # chart rows 1..deepest; row deepest stands for every deeper stack
-    # Stack size first, so that every lookup below indexes adjacent dimensions (no copy of a whole score tensor).
+    deeper = torch.arange(2, deepest + 2, device=device).clamp(max=deepest)  # the row after a SHIFT, for rows 1..
     moves = transition_scores.detach().float().permute(0, 2, 1, 3)  # (B, Q, P, 3) [b, q, b0, action]
-    matching = matching_scores.detach().float().permute(0, 2, 1, 3)  # (B, Q, P, P) [b, q, k, j]
     arcs = arc_scores.detach().float()
     end = lengths.to(device) + 1
-    rows = torch.arange(1, deepest + 1, device=device)[:, None, None]
-    deeper = (rows + 1).clamp(max=deepest)  # the row of the item after a SHIFT
-    chart = arc_scores.new_full((batch_size, deepest + 1, size, size), float("-inf"), dtype=torch.float)
-    index = torch.arange(size - 1, device=device)
-    chart[:, 1:, index, index + 1] = 0.0
+    beyond = torch.arange(size, device=device)[None, None, :] >= end[:, None, None]
+    left_moves = moves[..., LEFT].masked_fill(beyond, float("-inf"))[:, deeper]  # (B, D, P): LEFT needs a word
+    right_moves = moves[..., RIGHT][:, deeper]  # row q: the reduction at stack size q + 1
+    # [b, q, j, w]: SHIFT of k = j - w onto q elements plus its matching with j.
+    shift_and_match = _by_end(matching_scores.detach().float().permute(0, 2, 1, 3) + moves[..., SHIFT, None])[:, 1:]
+    left_arcs = _by_end(arcs.transpose(1, 2))  # [b, j, w]: the arc j -> j - w
+    right_arcs = _by_start(arcs)  # [b, i, w]: the arc i -> i + w
+    chart_by_start = torch.full((batch_size, deepest, size, size), float("-inf"), device=device)
+    chart_by_end = torch.full_like(chart_by_start, float("-inf"))
+    chart_by_start[:, :, : size - 1, 1] = 0.0
+    chart_by_end[:, :, 1:, 1] = 0.0
     best_split = torch.zeros(batch_size, deepest + 1, size, size, dtype=torch.long, device=device)
     best_action = torch.zeros_like(best_split)
     for width in range(2, size):
-        starts = torch.arange(size - width, device=device)
-        ends = starts + width
-        splits = starts[:, None] + torch.arange(1, width, device=device)  # (S, width - 1)
-        i, j = starts[:, None].expand_as(splits), ends[:, None].expand_as(splits)
+        count = size - width  # items (i, i + width), i < count; their splits k = i + 1 .. i + width - 1
         # (B, D, S, K), row q: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
-        shift = moves[:, rows, splits, SHIFT]
-        left = moves[:, deeper, j, LEFT] + arcs[:, j, splits][:, None]
-        left = left.masked_fill((j[None] >= end[:, None, None])[:, None], float("-inf"))
-        right = moves[:, deeper, j, RIGHT] + arcs[:, i, splits][:, None]
-        if single_root:
-            right = right.masked_fill(_root_before_the_end(i, j, end)[:, None], float("-inf"))
-        reduce, action = torch.stack([left, right], -1).max(-1)
-        total = chart[:, rows, i, splits] + shift + chart[:, deeper, splits, j] + matching[:, rows, splits, j] + reduce
+        left = left_moves[:, :, width:, None] + left_arcs[:, None, width:, 1:width].flip(-1)
+        right = right_moves[:, :, width:, None] + right_arcs[:, None, :count, 1:width]
+        if single_root:  # i = 0: RIGHT attaches k to ROOT, only with the empty buffer
+            right[:, :, 0].masked_fill_((end != width)[:, None, None], float("-inf"))
+        total = (
+            chart_by_start[:, :, :count, 1:width]
+            + chart_by_end[:, deeper - 1, width:, 1:width].flip(-1)
+            + shift_and_match[:, :, width:, 1:width].flip(-1)
+            + torch.maximum(left, right)
+        )
         value, arg = total.max(-1)
-        chart[:, 1:, starts, ends] = value
-        best_split[:, 1:, starts, ends] = starts + 1 + arg
-        best_action[:, 1:, starts, ends] = LEFT + action.gather(-1, arg[..., None]).squeeze(-1)
-    batch = torch.arange(batch_size, device=device)
-    best = chart[batch, 1, 0, end]
-    heads = torch.zeros(batch_size, size, dtype=torch.long)
-    derivations = []
-    splits, actions = best_split.tolist(), best_action.tolist()
-    for b, last in enumerate(end.tolist()):
-        transitions = []
-        _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen=1, deepest=deepest)
-        derivations.append(transitions)
+        chart_by_start[:, :, :count, width] = value
+        chart_by_end[:, :, width:, width] = value
+        best_split[:, 1:, :count, width] = torch.arange(count, device=device) + 1 + arg
+        is_right = right.gather(-1, arg[..., None]) > left.gather(-1, arg[..., None])
+        best_action[:, 1:, :count, width] = LEFT + is_right.squeeze(-1).long()
+    best = chart_by_end[torch.arange(batch_size, device=device), 0, end, end]
+    heads, derivations = _backtrack_all(best_split, best_action, end, deepen=1)
     return best, heads.to(device), derivations
 
 
