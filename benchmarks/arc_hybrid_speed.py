@@ -74,9 +74,9 @@ def parser_speed(name: str, batch_size: int) -> None:
         return
     model, tokenizer = load_model_and_tokenizer(name)
     sentences = [s["words"] for s in read_conllu(data)]
-    for decoding in ("derivation", "arcs"):
+    for decoding in ("derivation", "eisner"):
         start = time.perf_counter()
-        parse_word_lists(model, tokenizer, sentences, batch_size, decoding=decoding)
+        parse_word_lists(model, tokenizer, sentences, batch_size, head_decoding=decoding)
         seconds = time.perf_counter() - start
         print(f"parser {name} ({decoding} decoding): {len(sentences)} EWT test sentences in {seconds:.1f} s, "
               f"{len(sentences) / seconds:.1f} sentences/s (batches of {batch_size}, sorted by length)")

@@ -77,10 +77,10 @@ def parse_word_lists(model, tokenizer, sentences: Sequence[Sequence[str]], batch
 
 
 def alternative_decodings(model) -> list[str]:
-    """The head decodings a model's evaluation also reports (`uas_argmax` ...): the paper's `argmax` rule when the
-    model decodes heads some other way by default."""
+    """The head decodings a model's evaluation also reports (`uas_argmax`, `las_eisner` ...): those its config class
+    names in `reported_head_decodings` (e.g. a paper's rule or ablation), other than its default decoding."""
     default = getattr(model.config, "head_decoding", None)
-    return ["argmax"] if default not in (None, "argmax") else []
+    return [method for method in getattr(type(model.config), "reported_head_decodings", ()) if method != default]
 
 
 def evaluate_model(model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64) -> dict:
@@ -123,7 +123,8 @@ ALL_WORDS_SCORING = (
 
 def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64) -> dict:
     """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
-    are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed."""
+    are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with
+    each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...)."""
     import time
 
     from ..data.treebanks import content_heads, read_conllu
@@ -141,5 +142,9 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64) -> dict:
     )
     scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
+    for method in alternative_decodings(model):
+        parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, head_decoding=method)
+        alternative = score_all_words(sentences, parses)
+        scores.update({f"{key}_{method}": value for key, value in alternative.items() if key != "sentences"})
     scores["scoring"] = ALL_WORDS_SCORING
     return scores

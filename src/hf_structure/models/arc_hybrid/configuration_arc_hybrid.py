@@ -7,6 +7,8 @@ AUTO_MAP = {
     "AutoModel": "modeling_arc_hybrid.ArcHybridForParsing",
 }
 
+HEAD_DECODINGS = ("derivation", "eisner")
+
 # The BERT settings an encoder of type "bert" is built from (all-MiniLM-L6-v2's values by default).
 BERT_KEYS = (
     "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
@@ -34,14 +36,16 @@ class ArcHybridConfig(PretrainedConfig):
         stack_buckets: stack sizes are bucketed 1 .. stack_buckets - 1, the last bucket holding every larger size
             (the paper: 1-9 and >= 10, i.e. 11 with the unused 0).
         scorer_dropout: dropout on the scorers' projections.
-        decoding: `"derivation"`: the stack-size DP over arc, transition and matching scores (the paper);
-            `"arcs"`: Eisner's algorithm over the arc scores alone (the paper's "dependency scores only").
+        head_decoding: `"derivation"`: the stack-size DP over arc, transition and matching scores (the paper);
+            `"eisner"`: Eisner's algorithm over the arc scores alone (the paper's "dependency scores only").
         deprels: the dependency labels the parser predicts, in id order.
         encoder_init: where the encoder's initial weights came from (a record; not read when loading).
         punctuation_policy: `"keep"`: the parser sees every word, punctuation included.
     """
 
     model_type = "arc_hybrid"
+    # Evaluation also reports the scores of these decodings (`uas_eisner`, ...): the paper's arcs-only ablation.
+    reported_head_decodings = ("eisner",)
 
     def __init__(
         self,
@@ -65,7 +69,7 @@ class ArcHybridConfig(PretrainedConfig):
         step_size=128,
         stack_buckets=11,
         scorer_dropout=0.33,
-        decoding="derivation",
+        head_decoding="derivation",
         deprels=("dep",),
         encoder_init=None,
         punctuation_policy="keep",
@@ -74,8 +78,8 @@ class ArcHybridConfig(PretrainedConfig):
     ):
         if encoder_type not in ("bert", "bilstm"):
             raise ValueError(f"encoder_type must be 'bert' or 'bilstm', got {encoder_type!r}")
-        if decoding not in ("derivation", "arcs"):
-            raise ValueError(f"decoding must be 'derivation' or 'arcs', got {decoding!r}")
+        if head_decoding not in HEAD_DECODINGS:
+            raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
         if stack_buckets < 4:
             # Buckets 1, 2 and 3+ at least: which reductions are legal depends on q = 1, q = 2 (onto ROOT), q >= 3.
             raise ValueError(f"stack_buckets must be at least 4 (bucket 0 is unused), got {stack_buckets}")
@@ -101,7 +105,7 @@ class ArcHybridConfig(PretrainedConfig):
         self.step_size = step_size
         self.stack_buckets = stack_buckets
         self.scorer_dropout = scorer_dropout
-        self.decoding = decoding
+        self.head_decoding = head_decoding
         self.deprels = list(deprels)
         self.encoder_init = encoder_init
         self.punctuation_policy = punctuation_policy

@@ -25,7 +25,7 @@ from transformers import BertConfig, BertModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from .configuration_arc_hybrid import BERT_KEYS, ArcHybridConfig
+from .configuration_arc_hybrid import BERT_KEYS, HEAD_DECODINGS, ArcHybridConfig
 
 # The transitions of hf_structure.structs.arc_hybrid (a test keeps them equal).
 SHIFT, LEFT, RIGHT = 0, 1, 2
@@ -440,17 +440,17 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         return ArcHybridOutput(loss=loss, word_states=words, arc_log_probs=arc_log_probs)
 
     @torch.no_grad()
-    def parse(self, sentences: list[list[str]], tokenizer, decoding: str | None = None) -> list[dict]:
+    def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
         """Parse a batch of sentences given as words (punctuation included).
 
-        `decoding`: `"derivation"` (the stack-size DP, the default of `config.decoding`) or `"arcs"` (Eisner over the
-        arc scores). Returns one dict per sentence: `words`, `heads` (1-based, 0 = root; a projective tree with one
+        `head_decoding`: `"derivation"` (the stack-size DP) or `"eisner"` (over the arc scores alone); default
+        `config.head_decoding`. Returns one dict per sentence: `words`, `heads` (1-based, 0 = root; a projective tree with one
         root, by construction) and `deprels`. Raises ValueError naming the sentence when one has no word or more word
         pieces than the encoder's positions.
         """
-        decoding = decoding or self.config.decoding
-        if decoding not in ("derivation", "arcs"):
-            raise ValueError(f"decoding must be 'derivation' or 'arcs', got {decoding!r}")
+        decoding = head_decoding or self.config.head_decoding
+        if decoding not in HEAD_DECODINGS:
+            raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
         inputs = encode_sentences(sentences, tokenizer, self.config.max_position_embeddings)
         inputs = {key: value.to(self.device) for key, value in inputs.items()}
         lengths = inputs["lengths"]

@@ -50,6 +50,8 @@ class StructFormerConfig(PretrainedConfig):
     """
 
     model_type = "structformer"
+    # Evaluation also reports the scores of these decodings (`uas_argmax`, ...): the paper's rule (Eq. 18).
+    reported_head_decodings = ("argmax",)
 
     def __init__(
         self,
