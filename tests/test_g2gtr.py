@@ -19,7 +19,7 @@ from hf_structure.training.parser import (
     new_parser,
     oracle_examples,
 )
-from tiny_treebank import DEPRELS, SENTENCES, conllu_text, write_tiny_bert
+from tiny_treebank import DEPRELS, SENTENCES, write_tiny_bert
 
 
 @pytest.fixture(scope="module")
@@ -169,64 +169,6 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
     assert all(t["deprel"] in DEPRELS for b in blocks for t in b)
     assert [[t["head"] for t in b] for b in blocks] == [r["heads"] for r in parse([["the", "dog", "ran"],
                                                                                   ["a", "hearing", "is", "scheduled"]])]
-
-
-def run_parser_command(bert_folder, treebank, output, *extra):
-    return [sys.executable, str(Path(__file__).parents[1] / "scripts" / "run_parser.py"),
-            "--encoder", str(bert_folder), "--graph_layers", "2", "--train_file", str(treebank),
-            "--configurations_per_example", "4", "--per_device_train_batch_size", "2", "--max_steps", "40",
-            "--save_steps", "4", "--learning_rate", "1e-3", "--use_cpu", "--report_to", "none", "--seed", "3",
-            "--train_sampling_strategy", "group_by_length", "--remove_unused_columns", "false",
-            "--dataloader_num_workers", "0", "--disable_tqdm", "true", "--output_dir", str(output), *extra]
-
-
-def test_a_killed_parser_run_resumes_from_its_last_checkpoint_and_loses_nothing(bert_folder, tmp_path):
-    import signal
-    import time
-
-    from safetensors.torch import load_file
-
-    treebank = tmp_path / "train.conllu"
-    treebank.write_text(conllu_text(SENTENCES * 2))
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[1] / "src"),
-               HF_HUB_OFFLINE="1")
-    straight = subprocess.run(run_parser_command(bert_folder, treebank, tmp_path / "a"), env=env,
-                              capture_output=True, text=True, timeout=600)
-    assert straight.returncode == 0, straight.stderr[-3000:]
-    assert json.loads((tmp_path / "a" / "hf_structure_training.json").read_text())["steps"] == 40
-
-    process = subprocess.Popen(run_parser_command(bert_folder, treebank, tmp_path / "b"), env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 600
-        while not (tmp_path / "b" / "checkpoint-4" / "trainer_state.json").exists():
-            assert process.poll() is None and time.time() < deadline, "no checkpoint-4 to resume from"
-            time.sleep(0.05)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-    assert not (tmp_path / "b" / "model.safetensors").exists()
-    resumed = subprocess.run(run_parser_command(bert_folder, treebank, tmp_path / "b"), env=env,
-                             capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming from the last checkpoint in the output folder" in resumed.stderr
-    expected, actual = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
-    assert all(torch.allclose(expected[name], actual[name], atol=1e-6) for name in expected)
-
-
-def test_two_cpu_processes_with_torchrun(bert_folder, tmp_path):
-    treebank = tmp_path / "train.conllu"
-    treebank.write_text(conllu_text(SENTENCES * 4))
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[1] / "src"),
-               HF_HUB_OFFLINE="1")
-    command = run_parser_command(bert_folder, treebank, tmp_path / "ddp", "--ddp_backend", "gloo")
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29547",
-               *command[1:]]
-    command[command.index("--max_steps") + 1] = "3"
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    state = json.loads((tmp_path / "ddp" / "trainer_state.json").read_text())
-    assert state["global_step"] == 3 and (tmp_path / "ddp" / "model.safetensors").exists()
 
 
 def test_without_graph_layers_the_configuration_does_not_change_the_encoding(bert_folder):

@@ -295,7 +295,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         else:
             self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
             self.lstm = nn.LSTM(config.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
-                                bidirectional=True, dropout=config.hidden_dropout_prob)
+                                bidirectional=True, dropout=config.hidden_dropout_prob if config.lstm_layers > 1 else 0.0)
             self.lstm_dropout = nn.Dropout(config.hidden_dropout_prob)
             width = 2 * config.lstm_hidden_size
         # The position after the last word: the empty buffer.

@@ -1,0 +1,188 @@
+"""The arc-hybrid parser (Le Roux et al.): its training targets, the loss reaching every scorer, exact decoding into
+single-rooted projective trees that do not depend on the batch, both encoders, and an exported folder that parses the
+same without hf_structure."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
+from hf_structure.structs import arc_hybrid
+from hf_structure.structs.trees import heads_are_tree, is_projective, projectivize
+from hf_structure.training.parser import ArcHybridCollator, ParserModelArguments, arc_hybrid_examples, new_parser
+from tiny_treebank import DEPRELS, SENTENCES, write_tiny_bert
+
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    return write_tiny_bert(tmp_path_factory.mktemp("bert"))
+
+
+@pytest.fixture(scope="module")
+def parser(bert_folder):
+    torch.manual_seed(1)
+    model, tokenizer = new_parser(ParserModelArguments(model_type="arc_hybrid", encoder=str(bert_folder)), DEPRELS)
+    with torch.no_grad():  # the biaffine weights start at zero: random ones, so that scores differ between trees
+        for name, parameter in model.named_parameters():
+            if name.endswith("scorer.weight"):
+                parameter.normal_(0, 0.5)
+    return model.eval(), tokenizer
+
+
+def batch_of(tokenizer, sentences, buckets=11):
+    examples = arc_hybrid_examples(sentences, tokenizer, DEPRELS, buckets)
+    return ArcHybridCollator(tokenizer.pad_token_id)([examples[i] for i in range(len(examples))])
+
+
+def test_the_transition_ids_are_the_structs_ones():
+    from hf_structure.models.arc_hybrid import modeling_arc_hybrid
+
+    assert (modeling_arc_hybrid.SHIFT, modeling_arc_hybrid.LEFT, modeling_arc_hybrid.RIGHT) == (
+        arc_hybrid.SHIFT, arc_hybrid.LEFT, arc_hybrid.RIGHT)
+
+
+def test_training_targets_are_the_projectivised_tree_and_its_oracle_derivation(parser):
+    _, tokenizer = parser
+    assert not is_projective(SENTENCES[1]["heads"])  # "hearing ... issue" crosses "scheduled"
+    batch = batch_of(tokenizer, SENTENCES)
+    for b, sentence in enumerate(SENTENCES):
+        n = len(sentence["words"])
+        heads = projectivize(sentence["heads"])
+        assert batch["heads"][b, 1 : n + 1].tolist() == heads
+        assert batch["heads"][b, 0] == -100 and batch["heads"][b, n + 1 :].eq(-100).all()
+        assert batch["labels"][b, 1 : n + 1].tolist() == [DEPRELS.index(d) for d in sentence["deprels"]]
+        steps, matchings = arc_hybrid.stack_size_events(arc_hybrid.static_oracle(heads), n, 11)
+        assert batch["steps"][b, : 2 * n].tolist() == [list(s) for s in steps]
+        assert batch["matchings"][b, :n].tolist() == [list(m) for m in matchings]
+        assert batch["steps"][b, 2 * n :].eq(-100).all() and batch["lengths"][b] == n
+    first = batch["first_pieces"][1]  # ROOT is [CLS]; word i's first piece holds its id
+    assert first[0] == 0 and batch["input_ids"][1, first[1 : 9]].ne(tokenizer.pad_token_id).all()
+
+
+def test_training_moves_every_parameter_and_learns_the_tree(bert_folder):
+    torch.manual_seed(0)
+    model, tokenizer = new_parser(ParserModelArguments(model_type="arc_hybrid", encoder=str(bert_folder)), DEPRELS)
+    batch = batch_of(tokenizer, SENTENCES)
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for _ in range(60):
+        optimizer.zero_grad()
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+    assert torch.isfinite(loss)
+    # (the biaffine weights start at zero, as Dozat & Manning's, so the projections feeding them move from step 2 on)
+    unchanged = [name for name, p in model.named_parameters() if torch.equal(p, initial[name])]
+    assert unchanged == []
+    model.eval()
+    for sentence, parse in zip(SENTENCES, model.parse([s["words"] for s in SENTENCES], tokenizer)):
+        assert parse["heads"] == projectivize(sentence["heads"]) and parse["deprels"] == sentence["deprels"]
+
+
+def test_decoding_is_exact_gives_single_rooted_projective_trees_and_does_not_depend_on_the_batch(parser):
+    model, tokenizer = parser
+    words = [s["words"] for s in SENTENCES] + [["the", "old", "man", "sat"], ["sat"], ["dog", "ran", "ran"]]
+    together = model.parse(words, tokenizer)
+    for sentence, parse in zip(words, together):
+        assert parse["words"] == sentence and heads_are_tree(parse["heads"]) and is_projective(parse["heads"])
+        assert len(parse["deprels"]) == len(sentence) and set(parse["deprels"]) <= set(DEPRELS)
+        assert parse == model.parse([sentence], tokenizer)[0]
+    # The DP's tree is the best single-rooted derivation: every derivation of a short sentence, scored in full.
+    from test_arc_hybrid import all_derivations, stack_size_score
+
+    sentence = ["the", "old", "man", "sat"]
+    from hf_structure.models.arc_hybrid.modeling_arc_hybrid import encode_sentences
+
+    inputs = encode_sentences([sentence], tokenizer, 64)
+    with torch.no_grad():
+        states = model.encode_words(**inputs)
+        lengths = inputs["lengths"]
+        scores = (model.transition_log_probs(states, lengths)[0], model.matching_log_probs(states, lengths)[0],
+                  model.arc_log_probs(states, lengths)[0])
+    best = max(all_derivations(4, single_root=True), key=lambda t: stack_size_score(t, *scores, 4))
+    _, best_heads = arc_hybrid.derivation_score(best, torch.zeros(6, 6, 3), torch.zeros(6, 6), 4)
+    assert model.parse([sentence], tokenizer)[0]["heads"] == best_heads[1:]
+
+
+def test_eisner_decoding_and_clear_errors(parser):
+    model, tokenizer = parser
+    words = [s["words"] for s in SENTENCES]
+    for parse in model.parse(words, tokenizer, head_decoding="eisner"):
+        assert heads_are_tree(parse["heads"]) and is_projective(parse["heads"])
+    with pytest.raises(ValueError, match="head_decoding must be one of"):
+        model.parse(words, tokenizer, head_decoding="argmax")
+    with pytest.raises(ValueError, match="sentence 1: no word"):
+        model.parse([["dog"], []], tokenizer)
+    with pytest.raises(ValueError, match="sentence 0: .* word pieces; this model reads at most 64"):
+        model.parse([["dog"] * 70], tokenizer)
+    assert model.parse([["dog", "\x00", "ran"]], tokenizer)[0]["words"] == ["dog", "\x00", "ran"]  # no piece: [UNK]
+
+
+def test_the_bilstm_encoder_trains_and_parses(bert_folder):
+    torch.manual_seed(0)
+    arguments = ParserModelArguments(model_type="arc_hybrid", encoder=str(bert_folder),
+                                     config_overrides="encoder_type=bilstm,lstm_hidden_size=16,lstm_layers=1")
+    model, tokenizer = new_parser(arguments, DEPRELS)
+    assert model.config.encoder_type == "bilstm" and not hasattr(model, "encoder")
+    from safetensors.torch import load_file
+
+    bert_embeddings = load_file(bert_folder / "model.safetensors")["embeddings.word_embeddings.weight"]
+    assert torch.equal(model.embeddings.weight, bert_embeddings)  # word-piece embeddings start from the BERT's
+    loss = model(**batch_of(tokenizer, SENTENCES)).loss
+    loss.backward()
+    assert torch.isfinite(loss) and model.lstm.weight_hh_l0.grad.abs().sum() > 0
+    model.eval()
+    assert all(heads_are_tree(p["heads"]) for p in model.parse([s["words"] for s in SENTENCES], tokenizer))
+
+
+def test_config_rejects_what_the_parser_cannot_do():
+    with pytest.raises(ValueError, match="encoder_type"):
+        ArcHybridConfig(encoder_type="gru")
+    with pytest.raises(ValueError, match="stack_buckets must be at least 4"):
+        ArcHybridConfig(stack_buckets=3)
+    with pytest.raises(ValueError, match="head_decoding"):
+        ArcHybridConfig(head_decoding="mst")
+    assert ArcHybridForParsing(ArcHybridConfig(num_hidden_layers=1, hidden_size=24, num_attention_heads=2,
+                                               intermediate_size=32, vocab_size=50)).config.model_type == "arc_hybrid"
+
+
+def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_path):
+    from transformers import pipeline
+
+    from hf_structure.hub import export_model_folder
+    from hf_structure.hub.records import EVAL_RECORD, TRAINING_RECORD, write_json
+
+    model, tokenizer = parser
+    folder = tmp_path / "arc-hybrid-test"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    write_json(folder / EVAL_RECORD, {"dataset": "two sentences", "uas": 50.0, "las": 25.0, "uas_eisner": 40.0})
+    write_json(folder / TRAINING_RECORD, {"command": "x", "wall_time_s": 1, "machine": "x", "steps": 1, "epochs": 1})
+    out = export_model_folder(folder, tmp_path / "export", repo_id="org/arc-hybrid-test")
+    card = (out / "README.md").read_text()
+    assert "# arc-hybrid-test" in card and "stack-size DP" in card
+    sentences = [["the", "old", "man", "sat", "on", "the", "bench", "."], ["a", "dog", "ran"]]
+    expected = pipeline("unsupervised-parsing", model=str(out))(sentences, is_split_into_words=True)
+    code = f"""
+import json, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('hf_structure', 'nltk'):
+            raise ImportError(name)
+sys.meta_path.insert(0, Block())
+from transformers import pipeline
+parser = pipeline(model={str(out)!r}, trust_remote_code=True)
+print(json.dumps(parser({sentences!r}, is_split_into_words=True)))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TRANSFORMERS_VERBOSITY="error")
+    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == expected
+    assert all(heads_are_tree(parse["heads"]) for parse in expected)
