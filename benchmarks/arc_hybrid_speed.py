@@ -85,7 +85,7 @@ def parser_speed(name: str, batch_size: int) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=2416)
-    parser.add_argument("--batch-size", type=int, default=128, help="sentences decoded together")
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
     parser.add_argument("--buckets", type=int, default=11, help="stack-size buckets (the paper: 1-9, >= 10)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's)")
     parser.add_argument("--parser", help="also time this parser (short name or folder) on EWT test")

@@ -175,36 +175,39 @@ def stack_size_dp(
     beyond = torch.arange(size, device=device)[None, None, :] >= end[:, None, None]
     left_moves = moves[..., LEFT].masked_fill(beyond, float("-inf"))[:, deeper]  # (B, D, P): LEFT needs a word
     right_moves = moves[..., RIGHT][:, deeper]  # row q: the reduction at stack size q + 1
-    # [b, q, j, w]: SHIFT of k = j - w onto q elements plus its matching with j.
-    shift_and_match = _by_end(matching_scores.detach().float().permute(0, 2, 1, 3) + moves[..., SHIFT, None])[:, 1:]
-    left_arcs = _by_end(arcs.transpose(1, 2))  # [b, j, w]: the arc j -> j - w
+    # By end, widths reversed ([..., j, u] for the split k = j - (P - u)): a width's splits k = i + 1 .. j - 1 are
+    # then the ascending slice u = P - width + 1 .. P - 1, as they are by start.
+    # [b, q, j, u]: SHIFT of k onto q elements plus its matching with j.
+    shift_and_match = _by_end(matching_scores.detach().float().permute(0, 2, 1, 3) + moves[..., SHIFT, None])
+    shift_and_match = shift_and_match[:, 1:].flip(-1).roll(1, -1)
+    left_arcs = _by_end(arcs.transpose(1, 2)).flip(-1).roll(1, -1)  # [b, j, u]: the arc j -> k
     right_arcs = _by_start(arcs)  # [b, i, w]: the arc i -> i + w
+    # Row q - 1 holds stack size q; one more row repeats the last, so that the rows after a SHIFT are a slice.
     chart_by_start = torch.full((batch_size, deepest, size, size), float("-inf"), device=device)
-    chart_by_end = torch.full_like(chart_by_start, float("-inf"))
+    chart_by_end = torch.full((batch_size, deepest + 1, size, size), float("-inf"), device=device)
     chart_by_start[:, :, : size - 1, 1] = 0.0
-    chart_by_end[:, :, 1:, 1] = 0.0
+    chart_by_end[:, :, 1:, size - 1] = 0.0
     best_split = torch.zeros(batch_size, deepest + 1, size, size, dtype=torch.long, device=device)
     best_action = torch.zeros_like(best_split)
     for width in range(2, size):
         count = size - width  # items (i, i + width), i < count; their splits k = i + 1 .. i + width - 1
+        by_end = slice(size - width + 1, size)
         # (B, D, S, K), row q: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
-        left = left_moves[:, :, width:, None] + left_arcs[:, None, width:, 1:width].flip(-1)
+        left = left_moves[:, :, width:, None] + left_arcs[:, None, width:, by_end]
         right = right_moves[:, :, width:, None] + right_arcs[:, None, :count, 1:width]
         if single_root:  # i = 0: RIGHT attaches k to ROOT, only with the empty buffer
             right[:, :, 0].masked_fill_((end != width)[:, None, None], float("-inf"))
-        total = (
-            chart_by_start[:, :, :count, 1:width]
-            + chart_by_end[:, deeper - 1, width:, 1:width].flip(-1)
-            + shift_and_match[:, :, width:, 1:width].flip(-1)
-            + torch.maximum(left, right)
-        )
+        total = chart_by_start[:, :, :count, 1:width] + chart_by_end[:, 1:, width:, by_end]
+        total += shift_and_match[:, :, width:, by_end]
+        total += torch.maximum(left, right)
         value, arg = total.max(-1)
         chart_by_start[:, :, :count, width] = value
-        chart_by_end[:, :, width:, width] = value
+        chart_by_end[:, :deepest, width:, size - width] = value
+        chart_by_end[:, deepest, width:, size - width] = value[:, -1]
         best_split[:, 1:, :count, width] = torch.arange(count, device=device) + 1 + arg
         is_right = right.gather(-1, arg[..., None]) > left.gather(-1, arg[..., None])
         best_action[:, 1:, :count, width] = LEFT + is_right.squeeze(-1).long()
-    best = chart_by_end[torch.arange(batch_size, device=device), 0, end, end]
+    best = chart_by_end[torch.arange(batch_size, device=device), 0, end, size - end]
     heads, derivations = _backtrack_all(best_split, best_action, end, deepen=1)
     return best, heads.to(device), derivations
 
