@@ -4,7 +4,8 @@ record, the evaluation record (test scores, with the dev scores beside them) and
 
 The weights are stored in the smallest precision that changes no parse of the dev set (the config keeps float32,
 so the model loads and runs in float32): all in half precision; else, for a parser whose graph input enters only
-its top layers, half precision for the embeddings and the layers below the graph and float32 above; else float32.
+its top layers, half precision for the embeddings and the layers below the graph and float32 above (for any other
+parser, half precision for the pretrained encoder and float32 for the scorers); else float32.
 The folder holds no copy of the model code: the installed package's classes load it (an export writes the code).
 
     python scripts/bundle_parser.py --run runs/g2gtr-ewt \
@@ -37,7 +38,17 @@ def storage_plans(model):
         lower = ("embeddings.", *(f"layers.{index}." for index in range(below)))
         plans.append((f"half precision for the embeddings and layers 0-{below - 1} (below the graph input), "
                       "float32 for the graph layers and the classifiers", lambda name: name.startswith(lower)))
+    elif graph_layers is None:  # a parser whose pretrained encoder feeds scorers trained from scratch
+        plans.append(("half precision for the pretrained encoder, float32 for the scorers",
+                      model.is_pretrained_parameter))
     return plans
+
+
+# What one epoch of each parser type's training is.
+EPOCH_OF = {
+    "g2gtr": "every oracle configuration once an epoch",
+    "arc_hybrid": "every sentence once an epoch; non-projective trees projectivised by lifting",
+}
 
 
 def main() -> None:
@@ -98,7 +109,7 @@ def main() -> None:
         "machine": training["machine"],
         "steps": sum(stage["steps"] for stage in stages),
         "epochs": round(sum(stage["epochs"] for stage in stages), 2),
-        "train_data": f"{Path(args.dev).name.replace('-dev', '-train')} (every oracle configuration once an epoch)",
+        "train_data": f"{Path(args.dev).name.replace('-dev', '-train')} ({EPOCH_OF[model.config.model_type]})",
         "notes": f"weights stored as: {storage} (the smallest storage that changes none of the {len(dev_words)} "
                  "dev parses)",
         "stages": [{key: stage[key] for key in keys if stage.get(key)} for stage in stages],
