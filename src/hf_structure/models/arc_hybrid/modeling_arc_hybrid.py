@@ -297,27 +297,29 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             width = config.hidden_size
         else:
             self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+            between_layers = config.hidden_dropout_prob if config.lstm_layers > 1 else 0.0
             self.lstm = nn.LSTM(config.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
-                                bidirectional=True, dropout=config.hidden_dropout_prob if config.lstm_layers > 1 else 0.0)
+                                bidirectional=True, dropout=between_layers)
             self.lstm_dropout = nn.Dropout(config.hidden_dropout_prob)
             width = 2 * config.lstm_hidden_size
         # The position after the last word: the empty buffer.
         self.empty_buffer = nn.Parameter(torch.zeros(width))
         dropout = config.scorer_dropout
-        self.arc_head, self.arc_dependent = _projection(width, config.arc_size, dropout), _projection(
-            width, config.arc_size, dropout)
+        self.arc_head = _projection(width, config.arc_size, dropout)
+        self.arc_dependent = _projection(width, config.arc_size, dropout)
         self.arc_scorer = ArcHybridBiaffine(config.arc_size)
-        self.label_head, self.label_dependent = _projection(width, config.label_size, dropout), _projection(
-            width, config.label_size, dropout)
+        self.label_head = _projection(width, config.label_size, dropout)
+        self.label_dependent = _projection(width, config.label_size, dropout)
         self.label_scorer = ArcHybridBiaffine(config.label_size, len(config.deprels))
-        self.stack_size_embeddings = nn.Embedding(config.stack_buckets, config.step_size)
+        # A step is (buffer front, stack size): given the sentence, the pair fixes the step's index in the derivation.
         self.step = _projection(width, config.step_size, dropout)
+        self.stack_size_embeddings = nn.Embedding(config.stack_buckets, config.step_size)
         self.transition_scorer = nn.Sequential(
             nn.Linear(config.step_size, config.step_size), nn.ReLU(), nn.Linear(config.step_size, 3)
         )
+        self.matched_word = _projection(width, config.step_size, dropout)
         self.matching_stack_size_embeddings = nn.Embedding(config.stack_buckets, config.step_size)
-        self.matched_word, self.matching_front = _projection(width, config.step_size, dropout), _projection(
-            width, config.step_size, dropout)
+        self.matching_front = _projection(width, config.step_size, dropout)
         self.matching_scorer = ArcHybridBiaffine(config.step_size)
         self.post_init()
 
