@@ -38,10 +38,20 @@ def storage_plans(model):
         lower = ("embeddings.", *(f"layers.{index}." for index in range(below)))
         plans.append((f"half precision for the embeddings and layers 0-{below - 1} (below the graph input), "
                       "float32 for the graph layers and the classifiers", lambda name: name.startswith(lower)))
-    elif graph_layers is None:  # a parser whose pretrained encoder feeds scorers trained from scratch
+    elif graph_layers is None:  # a BERT encoder feeding scorers trained from scratch: float32 from the top down
         plans.append(("half precision for the pretrained encoder, float32 for the scorers",
                       model.is_pretrained_parameter))
+        layers = getattr(model.config, "num_hidden_layers", 0) if hasattr(model, "encoder") else 0
+        for top in range(1, layers):
+            lower = ("encoder.embeddings.", *(f"encoder.encoder.layer.{i}." for i in range(layers - top)))
+            plans.append((f"half precision for the encoder's embeddings and layers 0-{layers - top - 1}, float32 "
+                          f"for its top {top} layer(s) and the scorers", lambda name, lower=lower: name.startswith(lower)))
     return plans
+
+
+def stored_mb(model, in_half) -> float:
+    """Size of the weights when the parameters `in_half` selects are stored in half precision, in MiB."""
+    return sum(p.numel() * (2 if in_half(name) else 4) for name, p in model.named_parameters()) / 2**20
 
 
 # What one epoch of each parser type's training is.
@@ -59,6 +69,7 @@ def main() -> None:
     parser.add_argument("--test", required=True, help="test CoNLL-U: the scores the card reports")
     parser.add_argument("--dataset", required=True, help="display name of the test treebank")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
+    parser.add_argument("--max-mb", type=float, default=60.0, help="the largest weights file allowed")
     parser.add_argument(
         "--continues",
         help="what this run fine-tuned, so that its stages come first: the earlier run folder (its training record), "
@@ -71,7 +82,12 @@ def main() -> None:
     dev_words = [sentence["words"] for sentence in read_conllu(args.dev)]
     full = parse_word_lists(model, tokenizer, dev_words)
     storage, in_half = "float32", None
+    if stored_mb(model, lambda name: False) > args.max_mb:
+        storage = None  # float32 is too large: a plan below must change no dev parse
     for description, rule in storage_plans(model):
+        if stored_mb(model, rule) > args.max_mb:
+            print(f"{description}: {stored_mb(model, rule):.1f} MB, over --max-mb")
+            continue
         trial = load_model_and_tokenizer(str(run))[0]
         with torch.no_grad():
             for name, parameter in trial.named_parameters():
@@ -82,6 +98,8 @@ def main() -> None:
         if changed == 0:
             storage, in_half = description, rule
             break
+    if storage is None:
+        raise SystemExit(f"no storage of at most {args.max_mb} MB changes no dev parse: nothing bundled")
 
     if output.exists():
         shutil.rmtree(output)
