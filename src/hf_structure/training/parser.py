@@ -53,7 +53,7 @@ class ParserModelArguments:
                                 "(classifiers, relation and label embeddings), as a multiple of --learning_rate."}
     )
     config_overrides: str | None = field(
-        default=None, metadata={"help": "New parser: config settings, e.g. `encoder_type=bilstm,decoding=arcs` "
+        default=None, metadata={"help": "New parser: config settings, e.g. `encoder_type=bilstm,head_decoding=eisner` "
                                 "(`key=value` pairs separated by commas, as `PretrainedConfig.update_from_string`)."}
     )
 
