@@ -17,6 +17,8 @@ from hf_structure.bundled import bundled_checkpoints
 PARSERS = {
     "g2gtr-ewt": {"package": "hf_structure_g2gtr_ewt", "half": "embeddings.word_embeddings.weight",
                   "slice_scores": {"uas": 91.14, "las": 89.24, "valid_trees": 100.0}},
+    "arc-hybrid-ewt": {"package": "hf_structure_arc_hybrid_ewt", "half": "encoder.embeddings.word_embeddings.weight",
+                       "slice_scores": {"uas": 91.32, "las": 88.92, "valid_trees": 100.0}},
 }
 SLICE = 200
 SENTENCES = ["The old man sat on the bench.", "I wouldn't go there again, it was terrible!"]

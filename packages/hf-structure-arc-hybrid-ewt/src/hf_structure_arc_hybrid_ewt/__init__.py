@@ -1,0 +1,5 @@
+"""The `arc-hybrid-ewt` checkpoint folder, registered with hf_structure as a short name through an entry point."""
+
+from pathlib import Path
+
+CHECKPOINT = Path(__file__).parent / "arc-hybrid-ewt"
