@@ -24,7 +24,8 @@ class ArcHybridConfig(PretrainedConfig):
 
     Args:
         encoder_type: `"bert"` (a BERT-type Transformer over word pieces, e.g. initialised from all-MiniLM-L6-v2) or
-            `"bilstm"` (the paper's kind of features: a BiLSTM over word-piece embeddings). A word is represented by
+            `"bilstm"` (a BiLSTM over word-piece embeddings, the features of Shi et al.'s arc-hybrid parser; Le Roux et
+            al. use self-attention layers over word, POS and GloVe vectors). A word is represented by
             its first piece; ROOT by `[CLS]`.
         vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, hidden_act,
         hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size,
