@@ -2,19 +2,15 @@
 single-rooted projective trees that do not depend on the batch, both encoders, and an exported folder that parses the
 same without hf_structure."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
+from remote_code import parse_without_hf_structure
+from tiny_treebank import DEPRELS, SENTENCES, write_tiny_bert
 
 from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
 from hf_structure.structs import arc_hybrid
 from hf_structure.structs.trees import heads_are_tree, is_projective, projectivize
 from hf_structure.training.parser import ArcHybridCollator, ParserModelArguments, arc_hybrid_examples, new_parser
-from tiny_treebank import DEPRELS, SENTENCES, write_tiny_bert
 
 
 @pytest.fixture(scope="module")
@@ -168,21 +164,5 @@ def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_pat
     assert "# arc-hybrid-test" in card and "stack-size DP" in card
     sentences = [["the", "old", "man", "sat", "on", "the", "bench", "."], ["a", "dog", "ran"]]
     expected = pipeline("unsupervised-parsing", model=str(out))(sentences, is_split_into_words=True)
-    code = f"""
-import json, sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('hf_structure', 'nltk'):
-            raise ImportError(name)
-sys.meta_path.insert(0, Block())
-from transformers import pipeline
-parser = pipeline(model={str(out)!r}, trust_remote_code=True)
-print(json.dumps(parser({sentences!r}, is_split_into_words=True)))
-"""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
-    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TRANSFORMERS_VERBOSITY="error")
-    run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert json.loads(run.stdout.strip().splitlines()[-1]) == expected
+    assert parse_without_hf_structure(out, sentences, tmp_path, is_split_into_words=True) == expected
     assert all(heads_are_tree(parse["heads"]) for parse in expected)

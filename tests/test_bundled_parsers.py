@@ -2,13 +2,9 @@
 guarded: its card is what its records render, the short name reproduces pinned scores on a slice of EWT dev, its
 folder fits the size limit, and its Hub export parses identically where hf_structure cannot be imported."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
+from remote_code import parse_without_hf_structure
 
 from hf_structure.bundled import bundled_checkpoints
 
@@ -73,20 +69,5 @@ def test_the_export_parses_the_same_without_hf_structure(name, tmp_path):
     out = push_model(name, f"org/{name}", dry_run_dir=str(tmp_path / "export"))
     parser = pipeline("unsupervised-parsing", model=name)
     expected = [[result["heads"], result["deprels"]] for result in parser(SENTENCES)]
-    code = f"""
-import json, sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('hf_structure', {PARSERS[name]["package"]!r}, 'nltk'):
-            raise ImportError('blocked: ' + name)
-sys.meta_path.insert(0, Block())
-from transformers import pipeline
-parser = pipeline(model={str(out)!r}, trust_remote_code=True)
-print(json.dumps([[r["heads"], r["deprels"]] for r in parser({SENTENCES!r})]))
-"""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), TRANSFORMERS_VERBOSITY="error")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert json.loads(run.stdout.strip().splitlines()[-1]) == expected
+    results = parse_without_hf_structure(out, SENTENCES, tmp_path, blocked=(PARSERS[name]["package"],))
+    assert [[result["heads"], result["deprels"]] for result in results] == expected

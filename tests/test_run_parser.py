@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from tiny_treebank import SENTENCES, conllu_text, write_tiny_bert
 
 PARSER_TYPES = ["g2gtr", "arc_hybrid"]

@@ -83,6 +83,19 @@ def conllu_sentences(path: str) -> list[dict]:
     return [sentence for file in files for sentence in read_conllu(file)]
 
 
+def _has_known_labels(sentence: dict, label_ids: dict, skip_unknown_labels: bool) -> bool:
+    """Whether every label of `sentence` is the parser's; if not, a ValueError naming the sentence and the labels, or
+    with `skip_unknown_labels` a warning (the sentence is left out)."""
+    unknown = sorted(set(sentence["deprels"]) - set(label_ids))
+    if not unknown:
+        return True
+    message = f"sentence {sentence['id']}: labels {unknown} are not among the parser's {len(label_ids)}"
+    if not skip_unknown_labels:
+        raise ValueError(message)
+    logger.warning("%s; left out", message)
+    return False
+
+
 def oracle_examples(
     sentences: list[dict], tokenizer, deprels: list[str], per_example: int, skip_unknown_labels: bool = False
 ) -> Dataset:
@@ -92,12 +105,7 @@ def oracle_examples(
     label_ids = {label: index for index, label in enumerate(deprels)}
     rows = []
     for sentence in sentences:
-        unknown = sorted(set(sentence["deprels"]) - set(label_ids))
-        if unknown:
-            message = f"sentence {sentence['id']}: labels {unknown} are not among the parser's {len(deprels)}"
-            if not skip_unknown_labels:
-                raise ValueError(message)
-            logger.warning("%s; left out", message)
+        if not _has_known_labels(sentence, label_ids, skip_unknown_labels):
             continue
         encoded = tokenizer(sentence["words"], is_split_into_words=True, truncation=True)
         word_ids = encoded.word_ids()
@@ -184,12 +192,7 @@ def arc_hybrid_examples(
     label_ids = {label: index for index, label in enumerate(deprels)}
     rows, lifted = [], 0
     for sentence in sentences:
-        unknown = sorted(set(sentence["deprels"]) - set(label_ids))
-        if unknown:
-            message = f"sentence {sentence['id']}: labels {unknown} are not among the parser's {len(deprels)}"
-            if not skip_unknown_labels:
-                raise ValueError(message)
-            logger.warning("%s; left out", message)
+        if not _has_known_labels(sentence, label_ids, skip_unknown_labels):
             continue
         try:
             encoded = encode_sentences([sentence["words"]], tokenizer, tokenizer.model_max_length)
