@@ -67,6 +67,22 @@ def test_batches_equal_one_by_one(parser):
         check_result(result, ptb_tokens(sentence))
 
 
+def test_a_batched_call_parses_in_batches_of_similar_length_and_answers_in_input_order(parser, monkeypatch):
+    calls = []
+    parse = parser.model.parse
+
+    def recording_parse(sentences, tokenizer, **options):
+        calls.append([len(words) for words in sentences])
+        return parse(sentences, tokenizer, **options)
+
+    monkeypatch.setattr(parser.model, "parse", recording_parse)
+    results = parser(SENTENCES, batch_size=2)
+    lengths = [length for call in calls for length in call]
+    assert lengths == sorted(lengths) and len(calls) == 2
+    monkeypatch.undo()
+    assert results == [parser(sentence) for sentence in SENTENCES]
+
+
 def test_batched_scores_match(parser):
     alone = [parser(sentence, return_scores=True) for sentence in SENTENCES]
     batched = parser(SENTENCES, batch_size=3, return_scores=True)

@@ -141,16 +141,25 @@ class UnsupervisedParsingPipeline(Pipeline):
         single = split and not any(isinstance(item, (list, tuple)) for item in inputs)
         batch = [inputs] if single else list(inputs)
         as_words = single or isinstance(batch[0], (list, tuple))
+        lengths = []
         for index, item in enumerate(batch):
             if isinstance(item, (list, tuple)) != as_words:
                 first = "word lists" if as_words else "strings"
                 raise TypeError(f"sentence {index}: a batch must be all strings or all word lists; item 0 makes it "
                                 f"{first}, item {index} is a {type(item).__name__}")
-            self.sentence_words(item, as_words, "the sentence" if single else f"sentence {index}")
+            _, seen = self.sentence_words(item, as_words, "the sentence" if single else f"sentence {index}")
+            lengths.append(len(seen))
         if as_words:
             kwargs["is_split_into_words"] = True
             batch = [_Words(item) for item in batch]  # kept apart from a batch of strings by the base class
-        outputs = super().__call__(batch, **kwargs)
+        if (kwargs.get("batch_size") or self._batch_size or 1) == 1:
+            outputs = super().__call__(batch, **kwargs)
+            return outputs[0] if single else outputs
+        # Batches of similar lengths pad less; a parse does not depend on its batch-mates, so only the order changes.
+        order = sorted(range(len(batch)), key=lengths.__getitem__)
+        outputs = [None] * len(batch)
+        for position, output in zip(order, super().__call__([batch[i] for i in order], **kwargs)):
+            outputs[position] = output
         return outputs[0] if single else outputs
 
     def sentence_words(self, item, is_split_into_words=False, name="sentence") -> tuple[list[str], list[int]]:
