@@ -162,8 +162,8 @@ def stack_size_dp(
 
     Items with q >= Q - 1 elements on the stack see the same (last-bucket) scores and the same deeper items, so they
     share one chart row: the DP is exact in O(Q n^3) time rather than O(n^4). The chart is kept twice, by (start,
-    width) and by (end, width), and every score is laid out the same way before the loop, so that all lookups of a
-    width's items are slices rather than gathers. Uses `_by_start`, `_by_end`, `_backtrack_all`.
+    width) and by (end, reversed width), and every score is laid out the same way before the loop, so that all
+    lookups of a width's items are slices rather than gathers. Uses `_by_start`, `_by_end`, `_backtrack_all`.
     """
     batch_size, size = arc_scores.shape[:2]
     device = arc_scores.device
@@ -263,7 +263,8 @@ def static_oracle(heads: list[int]) -> list[int]:
     stack, front, transitions = [0], 1, []
     while stack != [0] or front <= length:
         s0 = stack[-1]
-        if len(stack) > 1 and missing[s0] == 0 and heads[s0 - 1] == stack[-2] and (stack[-2] or front > length):
+        onto_root_too_early = stack[-2:-1] == [0] and front <= length
+        if len(stack) > 1 and missing[s0] == 0 and heads[s0 - 1] == stack[-2] and not onto_root_too_early:
             action = RIGHT
         elif len(stack) > 1 and front <= length and heads[s0 - 1] == front:
             action = LEFT

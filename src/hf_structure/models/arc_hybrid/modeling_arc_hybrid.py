@@ -56,8 +56,8 @@ def stack_size_dp(
 
     Items with q >= Q - 1 elements on the stack see the same (last-bucket) scores and the same deeper items, so they
     share one chart row: the DP is exact in O(Q n^3) time rather than O(n^4). The chart is kept twice, by (start,
-    width) and by (end, width), and every score is laid out the same way before the loop, so that all lookups of a
-    width's items are slices rather than gathers. Uses `_by_start`, `_by_end`, `_backtrack_all`.
+    width) and by (end, reversed width), and every score is laid out the same way before the loop, so that all
+    lookups of a width's items are slices rather than gathers. Uses `_by_start`, `_by_end`, `_backtrack_all`.
     """
     batch_size, size = arc_scores.shape[:2]
     device = arc_scores.device
