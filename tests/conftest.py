@@ -50,3 +50,12 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def bert_folder(tmp_path_factory):
+    """A tiny random BERT checkpoint with a WordPiece tokenizer (`tiny_treebank.write_tiny_bert`): the supervised
+    parsers' stand-in for MiniLM."""
+    from tiny_treebank import write_tiny_bert
+
+    return write_tiny_bert(tmp_path_factory.mktemp("bert"))

@@ -5,17 +5,12 @@ same without hf_structure."""
 import pytest
 import torch
 from remote_code import parse_without_hf_structure
-from tiny_treebank import DEPRELS, SENTENCES, write_tiny_bert
+from tiny_treebank import DEPRELS, SENTENCES
 
 from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
 from hf_structure.structs import arc_hybrid
 from hf_structure.structs.trees import heads_are_tree, is_projective, projectivize
 from hf_structure.training.parser import ArcHybridCollator, ParserModelArguments, arc_hybrid_examples, new_parser
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory):
-    return write_tiny_bert(tmp_path_factory.mktemp("bert"))
 
 
 @pytest.fixture(scope="module")

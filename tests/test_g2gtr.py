@@ -4,7 +4,7 @@ gives trees and does not depend on the batch, and an exported folder parses the 
 import pytest
 import torch
 from remote_code import parse_without_hf_structure
-from tiny_treebank import DEPRELS, SENTENCES, write_tiny_bert
+from tiny_treebank import DEPRELS, SENTENCES
 
 from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
 from hf_structure.structs.trees import heads_are_tree
@@ -15,11 +15,6 @@ from hf_structure.training.parser import (
     new_parser,
     oracle_examples,
 )
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory):
-    return write_tiny_bert(tmp_path_factory.mktemp("bert"))
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_treebank import SENTENCES, conllu_text, write_tiny_bert
+from tiny_treebank import SENTENCES, conllu_text
 
 PARSER_TYPES = ["g2gtr", "arc_hybrid"]
 SCRIPT = Path(__file__).parents[1] / "scripts" / "run_parser.py"
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[1] / "src"), HF_HUB_OFFLINE="1")
-
-
-@pytest.fixture(scope="module")
-def bert_folder(tmp_path_factory):
-    return write_tiny_bert(tmp_path_factory.mktemp("bert"))
 
 
 def run_parser_command(model_type, bert_folder, treebank, output, *extra):
