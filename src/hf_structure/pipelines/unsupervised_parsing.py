@@ -181,6 +181,12 @@ class UnsupervisedParsingPipeline(Pipeline):
         words, seen = self.sentence_words(sentence, is_split_into_words)
         return {"sentence": {"words": words, "seen": seen}}
 
+    def forward(self, model_inputs, **forward_params):
+        # Words in, plain Python parses out (the parsing contract): nothing moves between devices, so the base class's
+        # walk over every list of every parse in search of tensors (a tenth of a batched call's time) is skipped.
+        with self.device_placement(), self.get_inference_context()():
+            return self._forward(model_inputs, **forward_params)
+
     def _forward(self, model_inputs, **parse_options):
         sentences = model_inputs["sentence"]
         batched = isinstance(sentences, list)
