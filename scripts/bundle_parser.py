@@ -45,8 +45,9 @@ def storage_plans(model):
         layers = getattr(model.config, "num_hidden_layers", 0) if hasattr(model, "encoder") else 0
         for top in range(1, layers):
             lower = ("encoder.embeddings.", *(f"encoder.encoder.layer.{i}." for i in range(layers - top)))
-            plans.append((f"half precision for the encoder's embeddings and layers 0-{layers - top - 1}, float32 "
-                          f"for its top {top} layer(s) and the scorers", lambda name, lower=lower: name.startswith(lower)))
+            description = (f"half precision for the encoder's embeddings and layers 0-{layers - top - 1}, float32 for "
+                           f"its top {top} layer(s) and the scorers")
+            plans.append((description, lambda name, lower=lower: name.startswith(lower)))
     return plans
 
 

@@ -449,9 +449,9 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         """Parse a batch of sentences given as words (punctuation included).
 
         `head_decoding`: `"derivation"` (the stack-size DP) or `"eisner"` (over the arc scores alone); default
-        `config.head_decoding`. Returns one dict per sentence: `words`, `heads` (1-based, 0 = root; a projective tree with one
-        root, by construction) and `deprels`. Raises ValueError naming the sentence when one has no word or more word
-        pieces than the encoder's positions.
+        `config.head_decoding`. Returns one dict per sentence: `words`, `heads` (1-based, 0 = root; a projective tree
+        with one root, by construction) and `deprels`. Raises ValueError naming the sentence when one has no word or
+        more word pieces than the encoder's positions.
         """
         decoding = head_decoding or self.config.head_decoding
         if decoding not in HEAD_DECODINGS:
