@@ -486,6 +486,16 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         ]
 
 
+# Copied from hf_structure.models.g2gtr.modeling_g2gtr._first_pieces
+def _first_pieces(word_ids: list, length: int) -> list[int]:
+    """Position of each word's first piece, ROOT (`[CLS]`, position 0) first: `first[word]`, word 0..n."""
+    first = [0] * (length + 1)
+    for position in reversed(range(len(word_ids))):
+        if word_ids[position] is not None:
+            first[word_ids[position] + 1] = position
+    return first
+
+
 def encode_sentences(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
     """Tokenise pre-split sentences: `input_ids`, `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of
     ROOT, `[CLS]`, and of each word's first piece; P = longest sentence + 2) and `lengths` `(B,)`. A word the
@@ -507,10 +517,8 @@ def encode_sentences(sentences: list[list[str]], tokenizer, max_pieces: int) -> 
         if count > max_pieces:
             raise ValueError(f"sentence {index}: {count} word pieces; this model reads at most {max_pieces}")
     first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
-    for b, ids in enumerate(word_ids):
-        for position in reversed(range(len(ids))):
-            if ids[position] is not None:
-                first_pieces[b, ids[position] + 1] = position
+    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
+        first_pieces[b, : len(words) + 1] = torch.tensor(_first_pieces(ids, len(words)))
     return {
         "input_ids": encoded["input_ids"],
         "attention_mask": encoded["attention_mask"],
