@@ -25,6 +25,7 @@ about speed. Run with --help for the sizes; --quick is a smoke run at tiny sizes
 """
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -124,18 +125,25 @@ def check_implementations(names) -> None:
 
 
 def make_batches(batch_size: int, count: int, max_length: int, seed: int, max_sentences: int | None = None):
-    """`count` batches of PTB train sentences as `run_mlm.py` makes them (length-grouped, 30% masked)."""
+    """`count` batches of PTB train sentences as `run_mlm.py` makes them (length-grouped, 30% masked), running into
+    further epochs (the sampler reseeded per epoch, as in training) when one epoch holds too few."""
+    from hf_structure.data.collators import ReproducibleMaskingCollator, tokenize_sentences
     from hf_structure.data.text import ptb_lm_lines
     from hf_structure.data.tokenization import build_word_tokenizer
-    from hf_structure.data.collators import EpochSeededLengthGroupedSampler, ReproducibleMaskingCollator, tokenize_sentences
+    from hf_structure.training.trainer import EpochSeededLengthGroupedSampler
 
     tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
     lines = ptb_lm_lines("train")
     dataset = tokenize_sentences(lines[:max_sentences] if max_sentences else lines, tokenizer, max_length)
     sampler = EpochSeededLengthGroupedSampler(batch_size, lengths=dataset["length"], seed=seed)
-    order = list(iter(sampler))[: batch_size * count]
-    if len(order) < batch_size * count:
-        raise SystemExit(f"PTB train has only {len(order)} sentences; ask for fewer steps or smaller batches")
+    if len(dataset) < batch_size:
+        raise SystemExit(f"only {len(dataset)} sentences: ask for smaller batches")
+    order, epoch = [], 0
+    while len(order) < batch_size * count:
+        sampler.set_epoch(epoch)
+        epoch_order = list(iter(sampler))
+        order += epoch_order[: len(epoch_order) // batch_size * batch_size]  # whole batches only
+        epoch += 1
     collator = ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)
     ids = dataset["input_ids"]
     batches = [
@@ -145,44 +153,84 @@ def make_batches(batch_size: int, count: int, max_length: int, seed: int, max_se
     return tokenizer, batches
 
 
-def train_throughput(impl: str, bf16: bool, config, batches, warmup: int, lr: float, seed: int) -> dict:
-    """Train a fresh model (seeded: same initial weights for every call) on `batches`; time all but the first
-    `warmup` steps."""
+def training_paths(native_bf16: bool, with_bf16: bool) -> dict[str, dict]:
+    """The ways of training that part 1 compares. `before` is the implementation before issue #20 (float32,
+    torch's dropout, p_D in float64); each further row adds one change; `now` is what `run_mlm.py` does on this
+    machine by default (bf16 autocast only where the CPU has native bf16)."""
+    paths = {"before": {"bf16": False, "fast_dropout": False, "pd_precision": "float64"}}
+    if with_bf16:
+        paths["+bf16"] = {"bf16": True, "fast_dropout": False, "pd_precision": "float64"}
+        paths["+bf16 +dropout"] = {"bf16": True, "fast_dropout": True, "pd_precision": "float64"}
+    paths["now"] = {"bf16": native_bf16, "fast_dropout": True, "pd_precision": "auto"}
+    return paths
+
+
+def train_steps(path: dict, impl: str, config, batches, lr: float, seed: int, dropout_seed: int | None = None):
+    """Train a fresh model (seeded: the same initial weights for every call) along `path` on `batches`; yields
+    (seconds, real words, loss) per step. `dropout_seed` reseeds the generator after initialisation (another draw
+    of dropout masks from the same weights)."""
     from hf_structure.models.structformer import StructFormerForMaskedLM
 
-    modeling_structformer.dependency_distribution = IMPLEMENTATIONS[impl]
+    pd = IMPLEMENTATIONS[impl]
+    modeling_structformer.dependency_distribution = (
+        functools.partial(pd, precision=path["pd_precision"]) if impl == "ours" else pd
+    )
     try:
         torch.manual_seed(seed)
-        model = StructFormerForMaskedLM(config).train()
+        model = StructFormerForMaskedLM(config.__class__(**{**config.to_dict(), "fast_dropout": path["fast_dropout"]}))
+        model.train()
+        if dropout_seed is not None:
+            torch.manual_seed(dropout_seed)
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-        seconds, tokens, first_loss, losses = 0.0, 0, None, []
-        for step, batch in enumerate(batches):
+        for batch in batches:
             start = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=path["bf16"]):
                 loss = model(**batch).loss
             loss.backward()
             optimizer.step()
-            elapsed = time.perf_counter() - start
-            if first_loss is None:
-                first_loss = loss.item()
-            if step >= warmup:
-                seconds += elapsed
-                tokens += int(batch["attention_mask"].sum())
-                losses.append(loss.item())
+            yield time.perf_counter() - start, int(batch["attention_mask"].sum()), loss.item()
     finally:
         modeling_structformer.dependency_distribution = OURS
+
+
+def train_throughput(name: str, path: dict, impl: str, config, batches, warmup: int, lr: float, seed: int) -> dict:
+    """Words/s of `train_steps` over all but the first `warmup` steps."""
+    seconds, words, losses = 0.0, 0, []
+    for step, (elapsed, step_words, loss) in enumerate(train_steps(path, impl, config, batches, lr, seed)):
+        losses.append(loss)
+        if step >= warmup:
+            seconds, words = seconds + elapsed, words + step_words
     timed = len(batches) - warmup
-    return {
-        "impl": impl,
-        "dtype": "bf16 autocast" if bf16 else "fp32",
-        "steps": timed,
-        "tokens": tokens,
-        "seconds": seconds,
-        "tokens_per_s": tokens / seconds,
-        "s_per_step": seconds / timed,
-        "first_loss": first_loss,
+    label = name if impl == "ours" else f"{name}, {impl} L^3 p_D"
+    return {"path": label, **path, "impl": impl, "steps": timed, "tokens": words, "seconds": seconds,
+            "tokens_per_s": words / seconds, "s_per_step": seconds / timed, "first_loss": losses[0]}
+
+
+def loss_curves(paths: dict, config, batches, lr: float, seed: int, window: int) -> dict:
+    """Loss per step of `before`, of `before` with other dropout draws (the noise between two runs of the same
+    computation), and of `now`, all from the same weights on the same batches; printed as means over windows."""
+    runs = {
+        "before": (paths["before"], None),
+        "before, other dropout draws": (paths["before"], seed + 1),
+        "now": (paths["now"], None),
     }
+    curves = {}
+    for label, (path, dropout_seed) in runs.items():
+        steps = list(train_steps(path, "ours", config, batches, lr, seed, dropout_seed))
+        curves[label] = [loss for _, _, loss in steps]
+        seconds, words = sum(s for s, _, _ in steps[1:]), sum(w for _, w, _ in steps[1:])
+        print(f"  {label}: {len(steps)} steps, {words / seconds:.1f} words/s after the first step", flush=True)
+    means = {label: [statistics.mean(c[k : k + window]) for k in range(0, len(c), window)] for label, c in curves.items()}
+    print(f"\nmean training loss per {window} steps (same weights, same batches)")
+    print(f"{'steps':>11}" + "".join(f"{label:>30}" for label in means) + f"{'|now - before|':>16}{'|noise|':>9}")
+    for k, start in enumerate(range(0, len(batches), window)):
+        values = [means[label][k] for label in means]
+        print(
+            f"{start + 1:>5}-{min(start + window, len(batches)):<5}" + "".join(f"{v:>30.4f}" for v in values)
+            + f"{abs(values[2] - values[0]):>16.4f}{abs(values[1] - values[0]):>9.4f}"
+        )
+    return {"window": window, "curves": curves}
 
 
 def training_flops_per_word(config, batch) -> float:
@@ -200,10 +248,10 @@ def training_flops_per_word(config, batch) -> float:
     return counter.get_total_flops() / int(batch["attention_mask"].sum())
 
 
-def matmul_gflops(rows: int, inner: int, cols: int, repeats: int = 30) -> float:
-    """The machine's fp32 rate on one (rows x inner) @ (inner x cols) product: the shape of the feed-forward
+def matmul_gflops(rows: int, inner: int, cols: int, repeats: int = 30, dtype=torch.float32) -> float:
+    """The machine's rate on one (rows x inner) @ (inner x cols) product in `dtype`: the shape of the feed-forward
     layer's first matmul over a whole batch, the largest matmul of a step."""
-    a, b = torch.randn(rows, inner), torch.randn(inner, cols)
+    a, b = torch.randn(rows, inner, dtype=dtype), torch.randn(inner, cols, dtype=dtype)
     a @ b
     start = time.perf_counter()
     for _ in range(repeats):
@@ -213,10 +261,14 @@ def matmul_gflops(rows: int, inner: int, cols: int, repeats: int = 30) -> float:
 
 def run_training(args) -> dict:
     from hf_structure.models.structformer import StructFormerConfig
+    from hf_structure.training.precision import cpu_has_native_bf16
 
+    native_bf16 = cpu_has_native_bf16()
+    paths = training_paths(native_bf16, with_bf16=not args.no_intermediate)
     count = args.warmup_steps + args.steps
     print(f"\n== Part 1: training throughput ==\nmaking {count} batches of {args.batch_size} PTB train sentences ...")
-    tokenizer, batches = make_batches(args.batch_size, count, args.max_length, args.seed, args.max_sentences)
+    tokenizer, batches = make_batches(args.batch_size, max(count, args.loss_steps), args.max_length, args.seed,
+                                      args.max_sentences)
     config = StructFormerConfig(
         vocab_size=len(tokenizer),
         hidden_size=args.hidden_size,
@@ -226,7 +278,7 @@ def run_training(args) -> dict:
         pad_token_id=tokenizer.pad_token_id,
         mask_token_id=tokenizer.mask_token_id,
     )
-    timed = batches[args.warmup_steps :]
+    timed = batches[args.warmup_steps : count]
     words = sum(int(b["attention_mask"].sum()) for b in timed)
     lengths = [b["input_ids"].shape[1] for b in timed]
     print(
@@ -234,51 +286,54 @@ def run_training(args) -> dict:
         f"vocab {len(tokenizer)}; AdamW lr {args.lr}; dropout {config.hidden_dropout_prob}\n"
         f"timed: {args.steps} steps after {args.warmup_steps} warm-up steps; {words} real words "
         f"(padded lengths {min(lengths)}-{max(lengths)}, mean {statistics.mean(lengths):.1f}); "
-        f"same batches and initial weights for every row"
+        f"same batches and initial weights for every row\n"
+        f"native bf16: {'yes' if native_bf16 else 'no'}, so `now` trains "
+        + ("under bf16 autocast" if native_bf16 else "in float32")
     )
-    runs = [(impl, False) for impl in args.impls]
-    if not args.no_bf16:
-        runs.append(("ours", True))
+    for name, path in paths.items():
+        print(f"  {name:<15} bf16 autocast {str(path['bf16']):<5}  fast dropout {str(path['fast_dropout']):<5}  "
+              f"p_D precision {path['pd_precision']}")
+    rows = [(name, path, "ours") for name, path in paths.items()]
+    rows += [("before", paths["before"], impl) for impl in args.impls if impl != "ours"]
     results = []
-    for impl, bf16 in runs:
-        run_batches = batches if not bf16 or args.bf16_steps is None else batches[: args.warmup_steps + args.bf16_steps]
-        result = train_throughput(impl, bf16, config, run_batches, args.warmup_steps, args.lr, args.seed)
+    for name, path, impl in rows:
+        run_batches = batches[:count]
+        if path["bf16"] and not native_bf16 and args.bf16_steps is not None:
+            run_batches = batches[: args.warmup_steps + args.bf16_steps]
+        result = train_throughput(name, path, impl, config, run_batches, args.warmup_steps, args.lr, args.seed)
         results.append(result)
         print(
-            f"  {impl:<10} {result['dtype']:<13} {result['tokens_per_s']:9.1f} tokens/s  "
-            f"({result['s_per_step']:.3f} s/step over {result['steps']} steps; first-step loss {result['first_loss']:.6f})",
+            f"  {result['path']:<32} {result['tokens_per_s']:9.1f} words/s  ({result['s_per_step']:.3f} s/step over "
+            f"{result['steps']} steps; first-step loss {result['first_loss']:.6f})",
             flush=True,
         )
-    ours = next(r for r in results if r["impl"] == "ours" and r["dtype"] == "fp32")
-    print(f"\n{'p_D':<11}{'dtype':<15}{'tokens/s':>10}{'s/step':>9}  ratio of tokens/s")
+    before = results[0]
+    print(f"\n{'path':<33}{'words/s':>10}{'s/step':>9}  words/s / before")
     for r in results:
-        if r is ours:
-            ratio = "1.00 (baseline)"
-        elif r["dtype"] == "fp32":
-            ratio = f"ours / {r['impl']} = {ours['tokens_per_s'] / r['tokens_per_s']:.2f} (>1: ours faster)"
-        else:
-            ratio = f"bf16 / fp32 = {r['tokens_per_s'] / ours['tokens_per_s']:.3f} (<1: bf16 slower)"
-        print(f"{r['impl']:<11}{r['dtype']:<15}{r['tokens_per_s']:>10.1f}{r['s_per_step']:>9.3f}  {ratio}")
-    print(
-        "(fp32 rows should show the same first-step loss: same weights, batches and p_D up to rounding. bf16 rows time "
-        + (f"only {args.bf16_steps} steps)" if args.bf16_steps is not None else "the same steps)")
-    )
+        print(f"{r['path']:<33}{r['tokens_per_s']:>10.1f}{r['s_per_step']:>9.3f}  "
+              f"{r['tokens_per_s'] / before['tokens_per_s']:.2f}")
+    print("(the first-step losses differ only by bf16 rounding and dropout draws: same weights and batches)")
     # How close to the machine's limit: words/s cannot exceed (matmul rate) / (matmul FLOPs per word).
     flops_per_word = training_flops_per_word(config, timed[0])
     rows = round(statistics.mean(b["input_ids"].numel() for b in timed))  # padded tokens per batch
-    peak = matmul_gflops(rows, args.hidden_size, args.d_ff)
-    achieved = ours["tokens_per_s"] * flops_per_word / 1e9
-    ceiling_words_per_s = peak * 1e9 / flops_per_word
-    print(
-        f"\nmatmul + convolution work per real word (forward + backward, counted): {flops_per_word / 1e6:.1f} MFLOP\n"
-        f"ours fp32 does {achieved:.1f} GFLOP/s of it; fp32 matmul on this machine "
-        f"({rows} x {args.hidden_size} @ {args.hidden_size} x {args.d_ff}, same threads): "
-        f"{peak:.1f} GFLOP/s, {achieved / peak:.2f} of it\n"
-        f"ceiling if everything but matmuls and convolutions were free: {ceiling_words_per_s:.0f} words/s "
-        f"(ours: {ours['tokens_per_s'] / ceiling_words_per_s:.2f} of the ceiling)"
-    )
-    ceiling = {"flops_per_word": flops_per_word, "matmul_gflops": peak, "achieved_gflops": achieved}
-    return {"rows": results, "ceiling": ceiling}
+    now = next(r for r in results if r["path"] == "now")
+    for dtype in (torch.float32, torch.bfloat16) if native_bf16 else (torch.float32,):
+        peak = matmul_gflops(rows, args.hidden_size, args.d_ff, dtype=dtype)
+        reference = before if dtype == torch.float32 else now
+        achieved = reference["tokens_per_s"] * flops_per_word / 1e9
+        print(
+            f"{str(dtype).removeprefix('torch.')} matmul on this machine ({rows} x {args.hidden_size} @ "
+            f"{args.hidden_size} x {args.d_ff}, same threads): {peak:.1f} GFLOP/s; `{reference['path']}` does "
+            f"{achieved:.1f} GFLOP/s of matmul work ({achieved / peak:.2f} of it; ceiling "
+            f"{peak * 1e9 / flops_per_word:.0f} words/s)"
+        )
+    print(f"(matmul + convolution work per real word, forward + backward, counted: {flops_per_word / 1e6:.1f} MFLOP)")
+    report = {"rows": results, "flops_per_word": flops_per_word}
+    if args.loss_steps:
+        print(f"\n== Loss curves: {args.loss_steps} steps ==")
+        report["loss_curves"] = loss_curves(paths, config, batches[: args.loss_steps], args.lr, args.seed,
+                                            args.loss_window)
+    return report
 
 
 # -------------------------------------------------------------------------------------- part 2: p_D alone
@@ -518,11 +573,16 @@ def parse_args(argv=None):
     train.add_argument("--bf16-steps", type=int, default=None,
                        help="timed steps for the bf16 row (default: --steps; bf16 may be far slower on CPUs "
                             "without native bf16)")
-    train.add_argument("--no-bf16", action="store_true", help="skip the bf16 autocast row")
+    train.add_argument("--no-intermediate", action="store_true",
+                       help="time only `before` and `now`, not the rows that add one change at a time")
     train.add_argument("--max-length", type=int, default=512, help="truncate sentences to this many words")
     train.add_argument("--max-sentences", type=int, default=None,
                        help="draw batches from only the first N PTB train sentences (default: all)")
     train.add_argument("--lr", type=float, default=1e-3)
+    train.add_argument("--loss-steps", type=int, default=0,
+                       help="also train `before` (twice: other dropout draws) and `now` this many steps on the same "
+                            "batches and print their loss curves (default 0: skip)")
+    train.add_argument("--loss-window", type=int, default=25, help="steps per mean of the loss curves (default 25)")
     train.add_argument("--seed", type=int, default=42, help="weights and batch order (default 42, as the run)")
     pd = parser.add_argument_group("part 2: p_D alone")
     pd.add_argument("--lengths", default="64,128,256,512", help="sentence lengths L (default 64,128,256,512)")

@@ -59,6 +59,24 @@ def test_dependency_distribution_float32_is_close_and_finite_for_large_height_ra
     assert (ours.double() - reference).abs().max() <= 1e-5
 
 
+def test_dependency_distribution_in_float32_matches_float64_with_gradients_and_ignores_autocast():
+    distances, heights, mask = random_batch(seed=4)  # head logits within a few units, as in trained models
+    distances, heights = distances.detach().float().requires_grad_(), heights.detach().float().requires_grad_()
+    scales = torch.tensor(1.3), torch.tensor(0.7)
+    weights = torch.randn(4, 11, 11, generator=torch.Generator().manual_seed(4))
+    results = {}
+    for precision in ("auto", "float64"):
+        parent = modeling.dependency_distribution(distances, heights, mask, *scales, precision=precision)
+        results[precision] = (parent, *torch.autograd.grad((parent * weights).sum(), [distances, heights]))
+    for auto, wide in zip(results["auto"], results["float64"]):
+        assert (auto - wide).abs().max() <= 1e-6
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        under_autocast = modeling.dependency_distribution(distances, heights, mask, *scales)
+    assert (under_autocast - results["auto"][0]).abs().max() <= 1e-7
+    with pytest.raises(ValueError, match="precision"):
+        modeling.dependency_distribution(distances, heights, mask, *scales, precision="half")
+
+
 def test_dependency_distribution_is_a_sub_probability_zero_on_diagonal_and_pads():
     distances, heights, mask = random_batch()
     parent = modeling.dependency_distribution(distances, heights, mask, torch.tensor(1.0), torch.tensor(1.0))
@@ -79,6 +97,43 @@ def test_sharp_scores_recover_the_algorithm_3_tree():
     predicted[int(heights[0].argmax())] = 0
     _, expected = structures.distances_heights_to_tree(distances[0, :3].tolist(), heights[0].tolist())
     assert predicted == expected
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.25, 0.3 / 65536])
+def test_random_drop_mask_drops_with_probability_p(p):
+    torch.manual_seed(0)
+    count = 4_000_000
+    drop = modeling.random_drop_mask(torch.Size([count // 1000, 1000]), p, torch.device("cpu"))
+    assert drop.dtype == torch.bool and drop.shape == (count // 1000, 1000)
+    # Within 5 standard errors (p = 0.3 / 65536 is decided by the second draw alone: the boundary bucket).
+    assert abs(drop.double().mean().item() - p) <= 5 * math.sqrt(p * (1 - p) / count)
+
+
+def test_fast_dropout_keeps_the_expectation_and_is_the_identity_in_evaluation():
+    dropout = modeling.StructFormerDropout(0.2, fast=True).train()
+    hidden = torch.full((1000, 500), 3.0)
+    out = dropout(hidden)
+    kept = out != 0
+    assert torch.allclose(out[kept], torch.tensor(3.0 / 0.8))
+    assert abs(kept.double().mean().item() - 0.8) <= 0.005
+    assert torch.equal(dropout.eval()(hidden), hidden)
+    hidden.requires_grad_()
+    dropout.train()
+    torch.manual_seed(1)
+    out = dropout(hidden)
+    (grad,) = torch.autograd.grad(out.sum(), hidden)
+    assert torch.equal(grad != 0, out != 0) and torch.allclose(grad[grad != 0], torch.tensor(1 / 0.8))
+
+
+def test_fast_dropout_is_configurable_and_changes_nothing_in_evaluation():
+    torch.manual_seed(0)
+    fast = StructFormerForMaskedLM(tiny_config()).eval()
+    slow = StructFormerForMaskedLM(tiny_config(fast_dropout=False)).eval()
+    slow.load_state_dict(fast.state_dict())
+    assert isinstance(slow.structformer.embed_dropout, modeling.StructFormerDropout)
+    assert not slow.structformer.embed_dropout.fast and fast.structformer.embed_dropout.fast
+    input_ids = torch.randint(2, 50, (2, 7))
+    assert torch.equal(fast(input_ids).logits, slow(input_ids).logits)
 
 
 def test_calibration_lowers_distances_by_the_largest_isolation_margin_per_sentence():

@@ -18,6 +18,7 @@ from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
 from ..models.r2d2 import R2D2Config, R2D2ForLanguageModeling
 from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
+from .precision import with_chosen_precision
 from .trainer import MaskedLMTrainer, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,13 @@ class ModelArguments:
     max_position_embeddings: int = field(default=512, metadata={"help": "From scratch: longest sentence."})
     num_composition_layers: int = field(default=3, metadata={"help": "From scratch, R2D2: composition layers."})
     window_size: int = field(default=4, metadata={"help": "From scratch, R2D2: the pruning window m."})
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "`auto`: on a CPU with native bf16 (avx512_bf16 / AMX) train under bf16 autocast unless --bf16 "
+            "or --fp16 says otherwise; `fp32`: float32 unless --bf16 / --fp16 is given."
+        },
+    )
     config_overrides: str | None = field(
         default=None,
         metadata={
@@ -145,6 +153,7 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
 
 def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: TrainingArguments):
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    training_args = with_chosen_precision(training_args, model_args.precision)
     set_seed(training_args.seed)
     train_lines, valid_lines = _split_lines(data_args)
     if data_args.max_train_samples:

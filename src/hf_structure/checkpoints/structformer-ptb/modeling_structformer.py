@@ -25,6 +25,10 @@ from transformers.utils import ModelOutput
 from .configuration_structformer import HEAD_DECODINGS, StructFormerConfig
 
 
+# The widest spread of head logits within a sentence that p_D computes in float32 (exp(60) ~ 1e26 < 3e38).
+FLOAT32_LOGIT_RANGE = 60.0
+
+
 def split_mask_from(mask: torch.Tensor) -> torch.Tensor:
     """`(B, L)` bool: True at position k when k and k+1 are both real words (k is a split point)."""
     return F.pad(mask[:, 1:], (0, 1), value=False) & mask
@@ -67,6 +71,7 @@ def dependency_distribution(
     mask: torch.Tensor,
     split_scale: torch.Tensor,
     head_scale: torch.Tensor,
+    precision: str = "auto",
 ) -> torch.Tensor:
     """The parent distribution p_D(j|i) of Eqs. 6-12, exactly, in O(B L^2) memory.
 
@@ -85,13 +90,23 @@ def dependency_distribution(
         heights: `(B, L)` syntactic heights.
         mask: `(B, L)` bool, True at real words.
         split_scale, head_scale: positive scalars, 1/mu_1 and 1/mu_2.
+        precision: `"auto"` computes in float32 when every sentence's head logits (h_j * head_scale) span at most
+            `FLOAT32_LOGIT_RANGE`, so that no w_j or 1/Z can underflow or overflow, and in float64 otherwise;
+            `"float64"` always computes in float64.
 
     Returns:
         `(B, L, L)` with p_D(j|i) at [b, i, j]; zero on the diagonal and at pads. Rows need not sum to one.
     """
+    if precision not in ("auto", "float64"):
+        raise ValueError(f"precision must be 'auto' or 'float64', got {precision!r}")
     dtype = distances.dtype
-    # Float64 keeps 1/Z finite and exact when head logits span a wide range; these are L^2 tensors, cheap.
-    distances, heights = distances.double(), heights.double()
+    # With logits centred on the sentence's largest, w_j >= exp(-spread) and 1/Z <= exp(spread): float32 holds both
+    # while the spread is small (trained models stay within a few units); float64 holds them up to about 700.
+    logits = (heights * head_scale).detach()
+    spread = logits.masked_fill(~mask, float("-inf")).amax(-1) - logits.masked_fill(~mask, float("inf")).amin(-1)
+    narrow = bool((spread <= FLOAT32_LOGIT_RANGE).all())
+    compute = torch.float32 if precision == "auto" and dtype != torch.float64 and narrow else torch.float64
+    distances, heights = distances.to(compute), heights.to(compute)
     length = distances.size(1)
     index = torch.arange(length, device=distances.device)
     split_mask = split_mask_from(mask)
@@ -119,8 +134,9 @@ def dependency_distribution(
     inv_z = torch.exp(-log_z.masked_fill(~span_ok, 0.0)).masked_fill(~span_ok, 0.0)
     weights = torch.exp(logits).masked_fill(~mask, 0.0)
 
-    right_sums = torch.bmm(p_right, inv_z.transpose(1, 2))  # [i, l] = sum_r pR(r|i) / Z[l, r]
-    left_sums = torch.bmm(p_left, inv_z)  # [i, r] = sum_l pL(l|i) / Z[l, r]
+    with torch.autocast(distances.device.type, enabled=False):  # autocast would run these in bfloat16
+        right_sums = torch.bmm(p_right, inv_z.transpose(1, 2))  # [i, l] = sum_r pR(r|i) / Z[l, r]
+        left_sums = torch.bmm(p_left, inv_z)  # [i, r] = sum_l pL(l|i) / Z[l, r]
     parent_before = torch.cumsum(p_left * right_sums, dim=-1)  # j <= i: sum over l <= j
     parent_after = torch.flip(torch.cumsum(torch.flip(p_right * left_sums, [-1]), dim=-1), [-1])  # j >= i
     p_parent = weights[:, None, :] * torch.where(left_of_i, parent_before, parent_after)
@@ -369,6 +385,45 @@ class StructFormerMaskedLMOutput(StructFormerModelOutput):
     logits: torch.FloatTensor | None = None
 
 
+def random_drop_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
+    """Bool mask of `shape`, each entry True (dropped) independently with probability exactly p.
+
+    Four entries share one 64-bit draw of the random generator, split into 16-bit integers u uniform over
+    0..65535: an entry drops when u < floor(65536 p), and at u == floor(65536 p) with the remaining probability,
+    drawn anew for those entries only (about one in 65,536). On CPU this is several times cheaper than torch's
+    dropout, whose per-element Bernoulli draws run on one thread and took a quarter of a two-thread bf16 step.
+    """
+    count = math.prod(shape)
+    words = torch.empty((count + 3) // 4, dtype=torch.int64, device=device).random_(-(2**63), None)
+    words = words.view(torch.int16)[:count].view(shape)  # int16: u - 32768
+    scaled = p * 65536
+    threshold = math.floor(scaled) - 32768
+    drop = words < threshold
+    if scaled > math.floor(scaled):
+        boundary = (words == threshold).flatten().nonzero().squeeze(1)
+        drop.view(-1)[boundary] = torch.rand(len(boundary), device=device) < scaled - math.floor(scaled)
+    return drop
+
+
+class StructFormerDropout(nn.Module):
+    """Dropout; on CPU with `fast` its masks come from `random_drop_mask` (same distribution as torch's)."""
+
+    def __init__(self, p: float, fast: bool):
+        super().__init__()
+        self.p = p
+        self.fast = fast
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return hidden
+        if not self.fast or hidden.device.type != "cpu" or self.p >= 1:
+            return F.dropout(hidden, self.p, training=True)
+        return hidden.masked_fill(random_drop_mask(hidden.shape, self.p, hidden.device), 0.0) * (1 / (1 - self.p))
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, fast={self.fast}"
+
+
 class StructFormerParser(nn.Module):
     """The parser network (Eqs. 1-3): convolutions over the word embeddings, then distance and height heads."""
 
@@ -407,7 +462,7 @@ class StructFormerAttention(nn.Module):
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
         self.out = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.dropout = StructFormerDropout(config.attention_probs_dropout_prob, config.fast_dropout)
 
     def forward(self, hidden: torch.Tensor, relation_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         batch, length, _ = hidden.shape
@@ -431,10 +486,10 @@ class StructFormerLayer(nn.Module):
         self.feed_forward = nn.Sequential(
             nn.Linear(config.hidden_size, config.intermediate_size),
             nn.LeakyReLU(),
-            nn.Dropout(config.hidden_dropout_prob),
+            StructFormerDropout(config.hidden_dropout_prob, config.fast_dropout),
             nn.Linear(config.intermediate_size, config.hidden_size),
         )
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = StructFormerDropout(config.hidden_dropout_prob, config.fast_dropout)
 
     def forward(self, hidden: torch.Tensor, relation_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         attended, weights = self.attention(self.attention_norm(hidden), relation_mask)
@@ -481,7 +536,7 @@ class StructFormerModel(StructFormerPreTrainedModel):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.embed_dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.embed_dropout = StructFormerDropout(config.hidden_dropout_prob, config.fast_dropout)
         self.parser = StructFormerParser(config)
         self.layers = nn.ModuleList(StructFormerLayer(config) for _ in range(config.num_hidden_layers))
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -505,10 +560,15 @@ class StructFormerModel(StructFormerPreTrainedModel):
             return torch.softmax(self.relation_logits, dim=-1)
         return torch.sigmoid(self.relation_logits)
 
-    def parse_scores(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
-        """Distances, heights (with +inf / -inf where undefined) and p_D for a batch."""
+    def parse_scores(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, embeddings: torch.Tensor | None = None
+    ):
+        """Distances, heights (with +inf / -inf where undefined) and p_D for a batch (`embeddings`: the word
+        embeddings of `input_ids` where the caller has them already)."""
         mask = attention_mask.bool()
-        distances, heights = self.parser(self.embed_tokens(input_ids), mask)
+        if embeddings is None:
+            embeddings = self.embed_tokens(input_ids)
+        distances, heights = self.parser(embeddings, mask)
         per_batch = self.training and self.config.calibration_scope == "batch"
         distances = calibrate_distances(distances, heights, mask, per_batch=per_batch)
         split_scale, head_scale = self.log_scales.exp().unbind()
@@ -541,7 +601,8 @@ class StructFormerModel(StructFormerPreTrainedModel):
             attention_mask = input_ids.ne(self.config.pad_token_id)
         mask = attention_mask.bool()
 
-        distances, heights, parent = self.parse_scores(input_ids, mask)
+        embeddings = self.embed_tokens(input_ids)
+        distances, heights, parent = self.parse_scores(input_ids, mask, embeddings)
         # Each head attends along a mixture of "to my parent" (p_D) and "to my dependent" (p_D^T), Eq. 15.
         relations = torch.stack(
             [parent if name == "parent" else parent.transpose(1, 2) for name in self.config.relations], dim=1
@@ -549,7 +610,7 @@ class StructFormerModel(StructFormerPreTrainedModel):
         relation_masks = torch.einsum("lhr,brij->lbhij", self.relation_weights(), relations)
 
         positions = torch.arange(length, device=input_ids.device)
-        hidden = self.embed_dropout(self.embed_tokens(input_ids) + self.embed_positions(positions)[None])
+        hidden = self.embed_dropout(embeddings + self.embed_positions(positions)[None])
         all_hidden = (hidden,) if output_hidden_states else None
         all_attentions = () if output_attentions else None
         for layer, relation_mask in zip(self.layers, relation_masks):
@@ -643,11 +704,11 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         hidden = outputs.last_hidden_state
         loss = None
         if labels is None:
-            logits = self.lm_head(hidden) + self.output_bias
+            logits = F.linear(hidden, self.lm_head.weight, self.output_bias)
         else:
             # Score only the positions that are predicted: most of the vocabulary projection is never used.
             predicted = labels.ne(-100)
-            logits = self.lm_head(hidden[predicted]) + self.output_bias
+            logits = F.linear(hidden[predicted], self.lm_head.weight, self.output_bias)
             loss = F.cross_entropy(logits.float(), labels[predicted])
         return StructFormerMaskedLMOutput(
             loss=loss,

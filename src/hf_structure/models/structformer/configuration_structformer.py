@@ -31,6 +31,8 @@ class StructFormerConfig(PretrainedConfig):
         intermediate_size: width of the feed-forward layers.
         hidden_dropout_prob: dropout on embeddings, residual branches and feed-forward layers.
         attention_probs_dropout_prob: dropout on the attention weights (0 in the released runs).
+        fast_dropout: on CPU, draw dropout masks four to a 64-bit random draw (`random_drop_mask`: the same
+            distribution, several times cheaper than torch's per-element draws); False: `torch.nn.functional.dropout`.
         num_parser_layers: convolution layers of the parser network.
         parser_conv_size: kernel width of those convolutions.
         max_position_embeddings: longest sentence (in words) the model accepts.
@@ -62,6 +64,7 @@ class StructFormerConfig(PretrainedConfig):
         intermediate_size=2048,
         hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.0,
+        fast_dropout=True,
         num_parser_layers=3,
         parser_conv_size=9,
         max_position_embeddings=512,
@@ -103,6 +106,7 @@ class StructFormerConfig(PretrainedConfig):
         self.intermediate_size = intermediate_size
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.fast_dropout = fast_dropout
         self.num_parser_layers = num_parser_layers
         self.parser_conv_size = parser_conv_size
         self.max_position_embeddings = max_position_embeddings
