@@ -12,6 +12,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_mst import one_cycle_at_a_time_mst
 
 from hf_structure.structs.decoding import chu_liu_edmonds, cky, eisner
 from hf_structure.structs.trees import heads_are_tree
@@ -205,6 +206,28 @@ def test_chu_liu_edmonds_single_root_matches_trying_each_root_child():
             forced_heads = chu_liu_edmonds(forced, mask, single_root=False)
             best = max(best, tree_scores(scores[0], forced_heads[0, 1:][None]).item())
         assert math.isclose(tree_scores(scores[0], heads[0, 1:][None]).item(), best, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_chu_liu_edmonds_with_deeply_nested_cycles_matches_the_one_cycle_recursion(single_root):
+    """Scores like StructFormer's log p_D: neighbours prefer each other both ways, so each contraction closes a new
+    2-cycle and the cycles nest about one level per word; ragged batch, lengths up to 60."""
+    generator = torch.Generator().manual_seed(3)
+    lengths = [60, 41, 17, 2, 1]
+    size = max(lengths) + 1
+    positions = torch.arange(size, dtype=torch.float64)
+    distance = (positions[:, None] - positions[None, :]).abs()
+    scores = -distance + 0.3 * torch.randn(len(lengths), size, size, generator=generator, dtype=torch.float64)
+    mask = (torch.arange(size)[None, :] >= 1) & (torch.arange(size)[None, :] <= torch.tensor(lengths)[:, None])
+    batched = chu_liu_edmonds(scores, mask, single_root=single_root)
+    reference = one_cycle_at_a_time_mst(scores, mask, single_root=single_root)
+    for b, n in enumerate(lengths):
+        assert reference_is_tree(batched[b, 1 : n + 1].tolist())
+        assert not single_root or batched[b, 1 : n + 1].tolist().count(0) == 1
+        mine = tree_scores(scores[b], batched[b, 1 : n + 1][None]).item()
+        theirs = tree_scores(scores[b], reference[b, 1 : n + 1][None]).item()
+        assert math.isclose(mine, theirs, abs_tol=1e-9)
+    assert torch.equal(batched[mask == 0], torch.zeros_like(batched[mask == 0]))
 
 
 def test_long_sentences_give_trees_ordered_by_constraint():

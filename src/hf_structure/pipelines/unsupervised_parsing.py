@@ -18,6 +18,7 @@ kept identical to their sources by `scripts/fix_copies.py` (checked by the tests
 
 import re
 import unicodedata
+from typing import NamedTuple
 
 from transformers import Pipeline
 
@@ -141,17 +142,20 @@ class UnsupervisedParsingPipeline(Pipeline):
         single = split and not any(isinstance(item, (list, tuple)) for item in inputs)
         batch = [inputs] if single else list(inputs)
         as_words = single or isinstance(batch[0], (list, tuple))
-        lengths = []
+        checked = []
         for index, item in enumerate(batch):
             if isinstance(item, (list, tuple)) != as_words:
                 first = "word lists" if as_words else "strings"
-                raise TypeError(f"sentence {index}: a batch must be all strings or all word lists; item 0 makes it "
-                                f"{first}, item {index} is a {type(item).__name__}")
-            _, seen = self.sentence_words(item, as_words, "the sentence" if single else f"sentence {index}")
-            lengths.append(len(seen))
-        if as_words:
-            kwargs["is_split_into_words"] = True
-            batch = [_Words(item) for item in batch]  # kept apart from a batch of strings by the base class
+                raise TypeError(
+                    f"sentence {index}: a batch must be all strings or all word lists; item 0 makes it "
+                    f"{first}, item {index} is a {type(item).__name__}"
+                )
+            # Checked (and split) once here; preprocess takes the result as it is.
+            checked.append(
+                _Sentence(*self.sentence_words(item, as_words, "the sentence" if single else f"sentence {index}"))
+            )
+        batch = checked
+        lengths = [len(sentence.seen) for sentence in batch]
         if (kwargs.get("batch_size") or self._batch_size or 1) == 1:
             outputs = super().__call__(batch, **kwargs)
             return outputs[0] if single else outputs
@@ -178,7 +182,10 @@ class UnsupervisedParsingPipeline(Pipeline):
         return words, seen
 
     def preprocess(self, sentence, is_split_into_words=False):
-        words, seen = self.sentence_words(sentence, is_split_into_words)
+        if isinstance(sentence, _Sentence):
+            words, seen = sentence
+        else:  # an item of a Dataset or generator
+            words, seen = self.sentence_words(sentence, is_split_into_words)
         return {"sentence": {"words": words, "seen": seen}}
 
     def forward(self, model_inputs, **forward_params):
@@ -230,8 +237,11 @@ class UnsupervisedParsingPipeline(Pipeline):
         return result
 
 
-class _Words(list):
-    """A sentence given as words (kept apart from a batch of sentences)."""
+class _Sentence(NamedTuple):
+    """A sentence already checked by `__call__`: its words and the indices of those the model sees."""
+
+    words: list[str]
+    seen: list[int]
 
 
 def conllu_text(result) -> str:

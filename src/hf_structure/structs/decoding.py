@@ -78,72 +78,148 @@ def _eisner_backtrack(complete_split: list, incomplete_split: list, length: int)
 
 
 def chu_liu_edmonds(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
-    """Best (non-projective) dependency tree of each sentence, by Chu-Liu/Edmonds; see the module conventions.
+    """Best (non-projective) dependency tree of each sentence, by Chu-Liu/Edmonds, batched; see the module
+    conventions.
 
-    With `single_root`, every finite arc to ROOT is lowered by more than any two trees' scores can differ, so a tree
-    with one root arc beats every tree with more (the reweighting of Stanojević & Cohen 2021): the best tree found is
-    the best single-root tree whenever one exists. Computed in float64 on the CPU, one sentence at a time.
-    Uses `_max_arborescence` and `_find_cycle`.
+    Every node takes its best head; all cycles of all sentences are then contracted at once, in place (a cycle
+    becomes its smallest node; an arc entering it at v scores the arc minus v's arc on the cycle), until no cycle
+    remains; unwinding the levels breaks each cycle where its chosen entering arc points. Each level is a few tensor
+    operations over the whole batch and keeps only the rows of its cycles' nodes for the unwinding, so memory stays
+    O(B L^2) however deep the cycles nest (arc scores from p_D nest about one level per word). With `single_root`,
+    every finite arc to ROOT is lowered by more than any two trees' scores can differ, so a tree with one root arc
+    beats every tree with more (the reweighting of Stanojević & Cohen 2021): the best tree found is the best
+    single-root tree whenever one exists. Computed in float64. Uses `_contract_cycles`, `_first_true` and
+    `_expand_cycles`.
     """
-    heads = torch.zeros(scores.shape[:2], dtype=torch.long)
-    for b, length in enumerate(mask.sum(-1).tolist()):
-        arcs = scores[b, : length + 1, : length + 1].detach().to("cpu", torch.float64, copy=True)  # edited below
-        arcs.fill_diagonal_(float("-inf"))
-        arcs[0] = float("-inf")  # ROOT takes no head
-        finite = arcs[torch.isfinite(arcs)]
-        if single_root and len(finite):
-            arcs[1:, 0] -= length * (finite.max() - finite.min()) + 1
-        heads[b, : length + 1] = _max_arborescence(arcs)
-    return heads.to(scores.device)
+    batch_size, size, _ = scores.shape
+    # One extra node (index `size`, never alive) absorbs the writes of padded entries of the per-level tables.
+    nodes = torch.arange(size + 1, device=scores.device)
+    alive = torch.nn.functional.pad(mask, (0, 1), value=False)
+    alive[:, 0] = True  # ROOT is a node of every sentence's graph
+    arcs = torch.nn.functional.pad(scores.detach().to(torch.float64), (0, 1, 0, 1), value=float("-inf"))
+    arcs.masked_fill_(~(alive[:, :, None] & alive[:, None, :]), float("-inf"))
+    arcs[:, nodes, nodes] = float("-inf")
+    arcs[:, 0] = float("-inf")  # ROOT takes no head
+    if single_root:
+        finite = torch.isfinite(arcs)
+        highest = arcs.masked_fill(~finite, float("-inf")).amax((1, 2))
+        lowest = arcs.masked_fill(~finite, float("inf")).amin((1, 2))
+        spread = torch.where(finite.flatten(1).any(-1), highest - lowest, 0.0)
+        arcs[:, 1:, 0] -= (mask.sum(-1) * spread + 1)[:, None]
+    levels = []
+    while True:
+        best_scores, best_heads = arcs.max(-1)
+        best_heads = best_heads.masked_fill(~alive, 0)
+        level = _contract_cycles(arcs, alive, best_scores, best_heads)
+        if level is None:
+            break
+        levels.append(level)
+        alive = level["alive"]
+    heads = best_heads
+    for level in reversed(levels):
+        heads = _expand_cycles(level, heads)
+    return heads[:, :size].masked_fill(~mask, 0)
 
 
-def _max_arborescence(arcs: torch.Tensor) -> torch.Tensor:
-    """Heads of the best spanning arborescence rooted at node 0 (Chu-Liu/Edmonds, one cycle contracted per call).
+def _contract_cycles(arcs: torch.Tensor, alive: torch.Tensor, best_scores: torch.Tensor, best_heads: torch.Tensor):
+    """One level of `chu_liu_edmonds`: contract, in `arcs`, every cycle of the graphs node -> best_heads[node] into
+    its smallest node. Returns what unwinding the level needs (a dict), or None when no sentence has a cycle."""
+    batch_size, size = best_heads.shape  # size counts the extra node
+    nodes = torch.arange(size, device=arcs.device)
+    # A walk of `size` steps from any node ends on a cycle (or at ROOT, which points to itself): the nodes reached
+    # that way are exactly the cycles' nodes. Repeated squaring of the head map makes the walk log2(size) gathers.
+    walk = best_heads  # after k squarings: the node 2^k steps on from each node
+    smallest = nodes.expand(batch_size, size)  # the smallest node among the first 2^k steps from each node
+    for _ in range((size - 1).bit_length()):
+        smallest = torch.minimum(smallest, smallest.gather(1, walk))
+        walk = walk.gather(1, walk)
+    on_cycle = torch.zeros_like(alive).scatter_(1, walk, True) & alive
+    on_cycle[:, 0] = False
+    if not on_cycle.any():
+        return None
+    representative = torch.where(on_cycle, smallest, nodes)
+    cycle_nodes, valid = _first_true(on_cycle, fill=size - 1)  # (B, K)
+    cycle_reps, _ = _first_true(on_cycle & (representative == nodes), fill=size - 1)  # (B, C)
+    num_cycles = cycle_reps.size(1)
+    rank = (on_cycle & (representative == nodes)).long().cumsum(1) - 1  # a cycle's index among its sentence's
+    cycle_of = torch.where(valid, rank.gather(1, representative.gather(1, cycle_nodes)), num_cycles)  # (B, K)
+    # Entering a cycle at v replaces v's arc on the cycle: the gain is the arc minus that arc.
+    cycle_arc = torch.where(valid, best_scores.gather(1, cycle_nodes), 0.0)
+    cycle_arc = torch.where(torch.isfinite(cycle_arc), cycle_arc, 0.0)
+    rows = arcs.gather(1, cycle_nodes[:, :, None].expand(-1, -1, size)) - cycle_arc[:, :, None]  # (B, K, size)
+    # Columns: an arc into a cycle from u is u's best arc into any of its nodes (that node is remembered).
+    into = arcs.gather(2, cycle_nodes[:, None, :].expand(-1, size, -1))  # (B, size, K)
+    slot = cycle_of[:, None, :].expand(-1, size, -1)
+    best_into = into.new_full((batch_size, size, num_cycles + 1), float("-inf")).scatter_reduce(2, slot, into, "amax")
+    is_best = into == best_into.gather(2, slot)
+    exit_nodes = torch.full_like(best_into, size, dtype=torch.long).scatter_reduce(
+        2, slot, torch.where(is_best, cycle_nodes[:, None, :], size), "amin"
+    )
+    arcs.scatter_(2, cycle_reps[:, None, :].expand(-1, size, -1), best_into[..., :num_cycles])
+    # Rows: the cycle's arcs out are its nodes' adjusted arcs, columns merged as above.
+    merged_rows = arcs.gather(1, cycle_nodes[:, :, None].expand(-1, -1, size)) - cycle_arc[:, :, None]
+    out_of = merged_rows.new_full((batch_size, num_cycles + 1, size), float("-inf")).scatter_reduce(
+        1, cycle_of[:, :, None].expand(-1, -1, size), merged_rows, "amax"
+    )
+    arcs.scatter_(1, cycle_reps[:, :, None].expand(-1, -1, size), out_of[:, :num_cycles])
+    gone = on_cycle & (representative != nodes)
+    gone[:, -1] = True
+    arcs.masked_fill_(gone[:, :, None] | gone[:, None, :], float("-inf"))
+    arcs[:, nodes, nodes] = float("-inf")
+    return {
+        "representative": representative,
+        "on_cycle": on_cycle,
+        "cycle_heads": best_heads,
+        "cycle_nodes": cycle_nodes,
+        "cycle_of": cycle_of,
+        "rows": rows,
+        "rank": rank,
+        "exit_nodes": exit_nodes,
+        "alive": alive & ~gone,
+    }
 
-    `arcs[d, h]` scores h -> d, float64 with -inf for missing arcs, the diagonal and row 0 included. Every node takes
-    its best head; if that closes a cycle, the cycle becomes one node of a smaller graph whose best arborescence
-    says where the cycle is entered (breaking it there) and which of its nodes head the outside words.
-    Uses `_find_cycle` (and itself).
-    """
-    heads = arcs.argmax(-1)
-    cycle = _find_cycle(heads.tolist())
-    if not cycle:
-        return heads
-    cycle = torch.tensor(cycle)
-    on_cycle = torch.zeros(len(heads), dtype=torch.bool)
-    on_cycle[cycle] = True
-    rest = (~on_cycle).nonzero().squeeze(1)  # the other nodes, ROOT first (it is never on a cycle)
-    size = len(rest)  # the contracted cycle is node `size` of the smaller graph
-    contracted = arcs.new_full((size + 1, size + 1), float("-inf"))
-    contracted[:size, :size] = arcs[rest[:, None], rest]
-    exit_scores, exit_heads = arcs[rest[:, None], cycle].max(-1)  # best head on the cycle of each other node
-    contracted[:size, size] = exit_scores
-    # entering the cycle at v replaces v's cycle arc: gain = arc into v - v's arc on the cycle
-    entry_scores, entries = (arcs[cycle[:, None], rest] - arcs[cycle, heads[cycle]][:, None]).max(0)
-    contracted[size, :size] = entry_scores
-    sub_heads = _max_arborescence(contracted)
-    # clamp: the head index of nodes headed by the cycle is replaced by `where`, but must be a valid index first
-    heads[rest] = torch.where(sub_heads[:size] == size, cycle[exit_heads], rest[sub_heads[:size].clamp(max=size - 1)])
-    entry_head = sub_heads[size]
-    heads[cycle[entries[entry_head]]] = rest[entry_head]
+
+def _first_true(flags: torch.Tensor, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(B, K)` the indices where `flags` (B, N) is True, in order, K the most in a row, padded with `fill`; and
+    which entries are real."""
+    count = flags.sum(1)
+    order = torch.sort((~flags).to(torch.uint8), dim=1, stable=True).indices[:, : int(count.max())]
+    valid = torch.arange(order.size(1), device=flags.device) < count[:, None]
+    return order.masked_fill(~valid, fill), valid
+
+
+def _expand_cycles(level: dict, contracted_heads: torch.Tensor) -> torch.Tensor:
+    """The heads of a `_contract_cycles` level's graphs from the heads of its contracted graphs: a node outside the
+    cycles takes its head, or the remembered node of the cycle its head stands for; a cycle keeps its arcs but the
+    one replaced by its best entering arc (the smallest node among equals)."""
+    representative, on_cycle, cycle_nodes = level["representative"], level["on_cycle"], level["cycle_nodes"]
+    size = representative.size(1)
+    nodes = torch.arange(size, device=representative.device)
+    cycle_rep = on_cycle & (representative == nodes)
+    rank = level["rank"].clamp(min=0)
+    into_cycle = cycle_rep.gather(1, contracted_heads)
+    outside = torch.where(
+        into_cycle,
+        level["exit_nodes"].gather(2, rank.gather(1, contracted_heads)[:, :, None]).squeeze(2),
+        contracted_heads,
+    )
+    # A cycle attaches where its representative does: each node's best arc from that group, the best one enters.
+    target = contracted_heads.gather(1, representative.gather(1, cycle_nodes))  # (B, K)
+    candidates = representative[:, None, :] == target[:, :, None]
+    entry_scores, entry_heads = level["rows"].masked_fill(~candidates, float("-inf")).max(-1)
+    cycle_of = level["cycle_of"]
+    best = entry_scores.new_full((entry_scores.size(0), int(cycle_of.max()) + 1), float("-inf"))
+    best = best.scatter_reduce(1, cycle_of, entry_scores, "amax")
+    is_best = (entry_scores == best.gather(1, cycle_of)) & (cycle_nodes < size - 1)
+    first = torch.full_like(best, size, dtype=torch.long).scatter_reduce(
+        1, cycle_of, torch.where(is_best, cycle_nodes, size), "amin"
+    )
+    enters = first.gather(1, cycle_of) == cycle_nodes
+    inside = torch.where(enters, entry_heads, level["cycle_heads"].gather(1, cycle_nodes))
+    heads = torch.where(on_cycle, 0, outside).scatter(1, cycle_nodes, inside)
+    heads[:, 0] = 0
+    heads[:, -1] = 0
     return heads
-
-
-def _find_cycle(heads: list[int]) -> list[int]:
-    """The nodes of one cycle of the graph node -> heads[node] (node 0, ROOT, is never on one), or [] if none."""
-    state = [0] * len(heads)  # 0: not seen, 1: on the path being walked, 2: leads to ROOT or a known cycle-free node
-    state[0] = 2
-    for start in range(1, len(heads)):
-        path, node = [], start
-        while state[node] == 0:
-            state[node] = 1
-            path.append(node)
-            node = heads[node]
-        if state[node] == 1:  # the walk came back onto itself
-            return path[path.index(node) :]
-        for node in path:
-            state[node] = 2
-    return []
 
 
 def cky(span_scores: torch.Tensor, lengths: torch.Tensor) -> tuple[list[list[tuple[int, int]]], torch.Tensor]:
