@@ -48,6 +48,8 @@ HAND_RIGHT_BRANCHING = {
     "sentences": 2,
     "sentence_f1": 70.83,
     "corpus_f1": 70.59,
+    "sentence_f1_cpcfg": 70.83,  # no tree of the hand treebank has a unary chain at the top
+    "corpus_f1_cpcfg": 70.59,
     "recall_NP": 33.33,
     "recall_VP": 100.0,
     "recall_PP": 100.0,
@@ -62,7 +64,8 @@ REFERENCE = {
     "right-branching": {"sentence_f1": 39.94, "corpus_f1": 35.61, "uas": 20.29, "uuas": 50.34},
     "left-branching": {"sentence_f1": 8.66, "corpus_f1": 6.37, "uas": 30.37, "uuas": 50.58},
 }
-KEYS = {"parser", "sentences", "sentence_f1", "corpus_f1", "uas", "uuas", "valid_trees"} | {
+KEYS = {"parser", "sentences", "sentence_f1", "corpus_f1", "sentence_f1_cpcfg", "corpus_f1_cpcfg", "uas", "uuas",
+        "valid_trees"} | {
     f"recall_{label}" for label in ("NP", "VP", "PP", "SBAR", "ADJP", "ADVP")
 }
 

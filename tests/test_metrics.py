@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from hf_structure.evaluation.metrics import (
     attachment_scores,
+    compound_pcfg_gold,
     dependency_compatibility,
     gold_subtree_spans,
     label_recall,
@@ -56,6 +57,15 @@ span = st.tuples(st.integers(0, 5), st.integers(0, 5)).map(lambda t: (min(t), ma
 @given(st.sets(span, max_size=6), st.sets(span, max_size=6))
 def test_sentence_f1_matches_the_onlstm_script(predicted, gold):
     assert sentence_f1(predicted, gold) == pytest.approx(onlstm_f1(predicted, gold), abs=1e-6)
+
+
+def test_compound_pcfg_gold_keeps_a_repeated_whole_sentence_span():
+    # (S (VP go home)) with the subject trace removed: compare_tree.py drops one of its two whole-sentence spans
+    gold = compound_pcfg_gold(set(), 2, repeated_whole_span=True)
+    assert gold == {(0, 2)}
+    assert sentence_f1(set(), gold) == 0.0 and sentence_f1(set(), set()) == 1.0
+    assert compound_pcfg_gold({(1, 3)}, 3, repeated_whole_span=False) == {(1, 3)}
+    assert compound_pcfg_gold(set(), 1, repeated_whole_span=True) == set()
 
 
 def test_unlabelled_f1_sentence_and_corpus_averages_differ():

@@ -146,6 +146,15 @@ def test_read_mrg_unary_chain_over_several_words_keeps_every_label(tmp_path):
     assert sentence.labelled_spans == {(1, 4): {"VP"}, (2, 4): {"ADJP", "ADVP"}}
 
 
+def test_read_mrg_marks_a_unary_chain_over_the_whole_sentence(tmp_path):
+    text = "( (S (NP-SBJ (-NONE- *)) (VP (VB Go) (ADVP (RB home))) (. .)) )\n( (S (NP (NN it)) (VP (VBD rained))) )\n"
+    imperative, plain = read_mrg(write(tmp_path / "e.mrg", text))
+    assert imperative.words == ["Go", "home"] and imperative.spans == set() and imperative.repeated_whole_span
+    assert not plain.repeated_whole_span
+    (one_word,) = read_mrg(write(tmp_path / "f.mrg", "( (S (VP (VB Go))) )"))
+    assert not one_word.repeated_whole_span  # a one-word span is never scored
+
+
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [

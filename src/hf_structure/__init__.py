@@ -81,6 +81,11 @@ register_model(
             _PARSING_CARD_METRICS[0],
             _PARSING_CARD_METRICS[1],
             CardMetric(
+                "sentence_f1_cpcfg",
+                "Sentence-level UF1 (compound-PCFG scorer)",
+                "Sentence-level unlabelled F1 as the R2D2 papers' compare_trees.py counts the whole-sentence span",
+            ),
+            CardMetric(
                 "pppl_test",
                 "Pseudo-perplexity (PTB test) ↓",
                 "Bidirectional LM pseudo-perplexity (left and right contexts encoded as separate sentences)",

@@ -6,6 +6,7 @@ whole sentence. Errors name the file and line.
 """
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,10 @@ class GoldSentence:
     stripped; all labels of a collapsed unary chain). `heads` (1-based over `words`, 0 = root) when a dependency
     file was read: heads that were punctuation are walked up to the nearest non-punctuation ancestor, so a tree
     whose root is punctuation (e.g. `$` in a few WSJ sentences) gives several root words, as the reference scorer
-    counts them; `deprels` when the gold has dependency labels (CoNLL-U); `source` is `file:line`.
+    counts them; `deprels` when the gold has dependency labels (CoNLL-U); `source` is `file:line`;
+    `repeated_whole_span` when two or more constituents of the cleaned tree cover all its words (a unary chain at
+    the top, e.g. `(S (VP ...))` once an empty subject is removed): the compound-PCFG scorer drops one
+    whole-sentence span per tree, so its gold keeps the other (see `metrics.compound_pcfg_gold`).
     """
 
     words: list[str]
@@ -41,6 +45,7 @@ class GoldSentence:
     heads: list[int] | None = None
     deprels: list[str] | None = None
     source: str = ""
+    repeated_whole_span: bool = False
 
 
 def _base_label(label: str) -> str:
@@ -67,9 +72,11 @@ def _shape_problem(tree: nltk.Tree) -> str | None:
     return None
 
 
-def _gold_spans(tree: nltk.Tree) -> tuple[list[str], list[str], dict[Span, set[str]]]:
+def _gold_spans(tree: nltk.Tree) -> tuple[list[str], list[str], dict[Span, set[str]], int]:
+    """Words, tags, the scored labelled spans, and how many constituents cover every word."""
     words, tags = [], []
     labelled: dict[Span, set[str]] = {}
+    span_counts: Counter[Span] = Counter()
 
     def walk(node: nltk.Tree, start: int) -> int:
         if isinstance(node[0], str):
@@ -81,12 +88,13 @@ def _gold_spans(tree: nltk.Tree) -> tuple[list[str], list[str], dict[Span, set[s
             end = walk(child, end)
         # Unary chains collapse: nodes over the same words are one span carrying every label of the chain.
         labelled.setdefault((start, end), set()).add(_base_label(node.label()))
+        span_counts[start, end] += 1
         return end
 
     walk(tree, 0)
     n = len(words)
     labelled = {span: labels for span, labels in labelled.items() if span[1] - span[0] > 1 and span != (0, n)}
-    return words, tags, labelled
+    return words, tags, labelled, span_counts[0, n]
 
 
 def _split_bracketed(text: str, source: str) -> Iterator[tuple[int, str]]:
@@ -130,8 +138,11 @@ def read_mrg(path: str | Path) -> list[GoldSentence]:
         cleaned = _clean(tree)
         if cleaned is None:
             continue  # a sentence of punctuation and traces only has no scored word
-        words, tags, labelled = _gold_spans(cleaned)
-        sentences.append(GoldSentence(words, tags, set(labelled), labelled, source=f"{path}:{line}"))
+        words, tags, labelled, whole_spans = _gold_spans(cleaned)
+        repeated = whole_spans > 1 and len(words) > 1
+        sentences.append(
+            GoldSentence(words, tags, set(labelled), labelled, source=f"{path}:{line}", repeated_whole_span=repeated)
+        )
     return sentences
 
 

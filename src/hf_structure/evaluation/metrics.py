@@ -32,6 +32,14 @@ def sentence_f1(predicted: set[Span], gold: set[Span]) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
+def compound_pcfg_gold(gold: set[Span], length: int, repeated_whole_span: bool) -> set[Span]:
+    """Gold spans as the compound-PCFG `compare_trees.py` (which the R2D2 papers score with) counts them: it drops
+    one whole-sentence span per tree, so a tree whose top is a unary chain keeps the whole sentence as a gold span
+    that no binary prediction (its one whole-sentence span dropped too) can match; otherwise as `scored_spans`. Its
+    sentence F1 formula is `sentence_f1`'s (a sentence without gold spans scores 1 only if nothing is predicted)."""
+    return gold | {(0, length)} if repeated_whole_span and length > 1 else gold
+
+
 def unlabelled_f1(predicted: Sequence[set[Span]], gold: Sequence[set[Span]]) -> dict[str, float]:
     """Sentence-level mean F1 and corpus-level F1 (pooled counts) over parallel lists of span sets."""
     if len(predicted) != len(gold):

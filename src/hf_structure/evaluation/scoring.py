@@ -11,12 +11,13 @@ import torch
 from ..data.treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
 from ..structs.trees import heads_are_tree
 from .baselines import baseline_parses
-from .metrics import attachment_scores, label_recall, scored_spans, unlabelled_f1
+from .metrics import attachment_scores, compound_pcfg_gold, label_recall, scored_spans, unlabelled_f1
 
 
 def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: str = "") -> dict:
     """The evaluation JSON of a parser: `sentences`; with predicted and gold constituents `sentence_f1`,
-    `corpus_f1`, `recall_<LABEL>`; with predicted and gold heads `uas`, `uuas`, `valid_trees` (share of sentences
+    `corpus_f1`, the same under the compound-PCFG scorer's convention (`sentence_f1_cpcfg`, `corpus_f1_cpcfg`; see
+    `metrics.compound_pcfg_gold`), `recall_<LABEL>`; with predicted and gold heads `uas`, `uuas`, `valid_trees` (share of sentences
     whose heads form a tree with one root), and `las` when both sides have dependency labels. Percentages rounded to
     2 decimals. `parses` are contract dicts (`spans`, `heads`, `deprels`, each optional); `suffix` is appended to
     every score's key (e.g. `_argmax`)."""
@@ -26,6 +27,8 @@ def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: s
     if any(g.spans for g in gold) and all("spans" in p for p in parses):
         predicted = [scored_spans(map(tuple, p["spans"]), len(g.words)) for p, g in zip(parses, gold)]
         scores.update(unlabelled_f1(predicted, [g.spans for g in gold]))
+        compound = [compound_pcfg_gold(g.spans, len(g.words), g.repeated_whole_span) for g in gold]
+        scores.update({f"{key}_cpcfg": value for key, value in unlabelled_f1(predicted, compound).items()})
         recall = label_recall(predicted, [g.labelled_spans for g in gold], EVALUATED_LABELS)
         scores.update({f"recall_{label}": value for label, value in recall.items()})
     if all(g.heads is not None for g in gold) and all("heads" in p for p in parses):
