@@ -1,19 +1,21 @@
 #!/usr/bin/env python
-"""Speed and memory of StructFormer's dependency distribution p_D: ours (O(B L^2) memory) against the plain
-B x L x L x L version, inside masked-LM training and on its own.
+"""Speed of StructFormer training (the implementation before issue #20 against today's) and of its dependency
+distribution p_D (ours, O(B L^2) memory, against the plain B x L x L x L version).
 
-Part 1 (training): tokens/s of `StructFormerForMaskedLM` training steps (forward, backward, AdamW step, fp32) on
-real PTB train batches made the way `run_mlm.py` makes them (word tokenizer, length-grouped batches,
-`ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)`). The model is the same (same config, same initial weights,
-same batches) for every p_D implementation; only `modeling_structformer.dependency_distribution` is swapped.
-Tokens are real words (pads excluded), warm-up steps are not timed. Our p_D is also timed under bf16 autocast.
+Part 1 (training): words/s of `StructFormerForMaskedLM` training steps (forward, backward, fused AdamW step) on real
+PTB train batches made the way `run_mlm.py` makes them (word tokenizer, length-grouped batches,
+`ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)`), along the paths of `training_paths` (`before`: float32,
+torch's dropout, p_D in float64; `now`: what `run_mlm.py` does on this machine), all from the same initial weights on
+the same batches; with --loss-steps, their loss curves. Words are real words (pads excluded); warm-up steps are not
+timed. The L^3 p_D implementations (--naive) run as more rows of the `before` path.
 
 Part 2 (p_D alone): forward + backward time and peak memory of p_D at several sentence lengths, each
 (implementation, length) in a fresh subprocess under an address-space limit, so that an implementation that runs
 out of memory (or time) is reported as such and the benchmark goes on.
 
 p_D implementations:
-  ours        `modeling_structformer.dependency_distribution`: exact, O(B L^2) memory (float64 inside).
+  ours        `modeling_structformer.dependency_distribution`: exact, O(B L^2) memory (float32 when the head
+              logits allow, float64 otherwise).
   reference   `naive_dependency_distribution` of tests/reference_structformer.py: B x L x L x L span and head
               tensors, and an O(L^2) Python loop for the span-boundary probabilities.
   vectorized  the same B x L x L x L computation with that loop replaced by cumulative minima, as the authors'
@@ -221,7 +223,9 @@ def loss_curves(paths: dict, config, batches, lr: float, seed: int, window: int)
         curves[label] = [loss for _, _, loss in steps]
         seconds, words = sum(s for s, _, _ in steps[1:]), sum(w for _, w, _ in steps[1:])
         print(f"  {label}: {len(steps)} steps, {words / seconds:.1f} words/s after the first step", flush=True)
-    means = {label: [statistics.mean(c[k : k + window]) for k in range(0, len(c), window)] for label, c in curves.items()}
+    means = {
+        label: [statistics.mean(c[k : k + window]) for k in range(0, len(c), window)] for label, c in curves.items()
+    }
     print(f"\nmean training loss per {window} steps (same weights, same batches)")
     print(f"{'steps':>11}" + "".join(f"{label:>30}" for label in means) + f"{'|now - before|':>16}{'|noise|':>9}")
     for k, start in enumerate(range(0, len(batches), window)):

@@ -12,9 +12,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_mst import one_cycle_at_a_time_mst
 
-from hf_structure.structs.decoding import chu_liu_edmonds, cky, eisner
+from hf_structure.structs.decoding import _chu_liu_edmonds_per_sentence, chu_liu_edmonds, cky, eisner
 from hf_structure.structs.trees import heads_are_tree
 from hf_structure.structs.trees import is_projective as heads_are_projective
 
@@ -129,7 +128,19 @@ def check_decoder(decode, scores, mask, lengths, single_root, projective):
 
 # ---- eisner and chu_liu_edmonds ----------------------------------------------------------------------------------
 
-DECODERS = [pytest.param(eisner, True, id="eisner"), pytest.param(chu_liu_edmonds, False, id="chu_liu_edmonds")]
+def batched_chu_liu_edmonds(scores, mask, single_root=True):
+    """`chu_liu_edmonds` made to take its batched path (three sentences or more) by repeating the first sentence."""
+    extra = max(0, 3 - len(scores))
+    scores = torch.cat([scores, scores[:1].expand(extra, -1, -1)])
+    heads = chu_liu_edmonds(scores, torch.cat([mask, mask[:1].expand(extra, -1)]), single_root)
+    return heads[: len(scores) - extra]
+
+
+DECODERS = [
+    pytest.param(eisner, True, id="eisner"),
+    pytest.param(chu_liu_edmonds, False, id="chu_liu_edmonds"),
+    pytest.param(batched_chu_liu_edmonds, False, id="chu_liu_edmonds_batched"),
+]
 
 
 @pytest.mark.parametrize("decode, projective", DECODERS)
@@ -155,14 +166,14 @@ def sentence(arcs):
     return torch.tensor(arcs, dtype=torch.float64)[None], mask
 
 
-@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds])
+@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds, batched_chu_liu_edmonds])
 def test_several_root_children_only_without_single_root(decode):
     scores, mask = sentence([[0, 0, 0], [5, 0, 1], [5, 1, 0]])  # both words prefer ROOT by far
     assert decode(scores, mask, single_root=False).tolist() == [[0, 0, 0]]
     assert decode(scores, mask).tolist() in ([[0, 0, 1]], [[0, 2, 0]])
 
 
-@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds])
+@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds, batched_chu_liu_edmonds])
 def test_forbidden_arcs_force_the_only_tree(decode):
     # only ROOT -> 3 -> 1 -> 2 is allowed (a projective tree)
     scores = torch.full((1, 4, 4), -INF)
@@ -181,7 +192,7 @@ def test_one_word_and_all_ties(decode, projective):
     assert reference_is_tree(heads) and (not projective or reference_is_projective(heads))
 
 
-@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds])
+@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds, batched_chu_liu_edmonds])
 def test_float32_and_gradients_are_accepted(decode):
     scores = torch.randn(2, 7, 7, generator=torch.Generator().manual_seed(0), requires_grad=True)
     mask = torch.tensor([[False] + [True] * 6, [False] * 1 + [True] * 3 + [False] * 3])
@@ -209,7 +220,7 @@ def test_chu_liu_edmonds_single_root_matches_trying_each_root_child():
 
 
 @pytest.mark.parametrize("single_root", [True, False])
-def test_chu_liu_edmonds_with_deeply_nested_cycles_matches_the_one_cycle_recursion(single_root):
+def test_batched_chu_liu_edmonds_with_deeply_nested_cycles_matches_the_one_cycle_recursion(single_root):
     """Scores like StructFormer's log p_D: neighbours prefer each other both ways, so each contraction closes a new
     2-cycle and the cycles nest about one level per word; ragged batch, lengths up to 60."""
     generator = torch.Generator().manual_seed(3)
@@ -220,7 +231,7 @@ def test_chu_liu_edmonds_with_deeply_nested_cycles_matches_the_one_cycle_recursi
     scores = -distance + 0.3 * torch.randn(len(lengths), size, size, generator=generator, dtype=torch.float64)
     mask = (torch.arange(size)[None, :] >= 1) & (torch.arange(size)[None, :] <= torch.tensor(lengths)[:, None])
     batched = chu_liu_edmonds(scores, mask, single_root=single_root)
-    reference = one_cycle_at_a_time_mst(scores, mask, single_root=single_root)
+    reference = _chu_liu_edmonds_per_sentence(scores, mask, single_root=single_root)
     for b, n in enumerate(lengths):
         assert reference_is_tree(batched[b, 1 : n + 1].tolist())
         assert not single_root or batched[b, 1 : n + 1].tolist().count(0) == 1

@@ -1,0 +1,28 @@
+"""The benchmark scripts still run (their `--quick` smoke mode, in a subprocess as a user runs them). Their numbers
+are not checked: speed belongs to the benchmarks, not to the tests."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_benchmark(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_structformer_speed_quick_runs_every_training_path():
+    out = run_benchmark("benchmarks/structformer_speed.py", "--quick", "--skip-pd", "--naive", "vectorized",
+                        "--loss-steps", "2", "--loss-window", "1")
+    for row in ("before", "now", "before, vectorized L^3 p_D", "|now - before|"):
+        assert row in out
+
+
+def test_pipeline_throughput_quick_compares_batched_with_single_parses(ptb_dev):
+    out = run_benchmark("benchmarks/pipeline_throughput.py", "--quick", "--treebank", str(ptb_dev))
+    assert "parses equal to batch_size 1: 40/40" in out
