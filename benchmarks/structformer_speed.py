@@ -87,13 +87,13 @@ IMPLEMENTATIONS = {
 
 
 def machine_summary() -> str:
-    model, flags = platform.processor() or "?", set()
+    from hf_structure.training.precision import cpu_flags
+
+    model, flags = platform.processor() or "?", cpu_flags()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name") and model in ("?", "", "x86_64"):
                 model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
     bf16 = [f for f in ("avx512_bf16", "amx_bf16", "avx512f") if f in flags] or ["none of avx512f/avx512_bf16/amx_bf16"]

@@ -6,7 +6,6 @@ whole sentence. Errors name the file and line.
 """
 
 import re
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,11 +71,9 @@ def _shape_problem(tree: nltk.Tree) -> str | None:
     return None
 
 
-def _gold_spans(tree: nltk.Tree) -> tuple[list[str], list[str], dict[Span, set[str]], int]:
-    """Words, tags, the scored labelled spans, and how many constituents cover every word."""
+def _gold_spans(tree: nltk.Tree) -> tuple[list[str], list[str], dict[Span, set[str]]]:
     words, tags = [], []
     labelled: dict[Span, set[str]] = {}
-    span_counts: Counter[Span] = Counter()
 
     def walk(node: nltk.Tree, start: int) -> int:
         if isinstance(node[0], str):
@@ -88,13 +85,12 @@ def _gold_spans(tree: nltk.Tree) -> tuple[list[str], list[str], dict[Span, set[s
             end = walk(child, end)
         # Unary chains collapse: nodes over the same words are one span carrying every label of the chain.
         labelled.setdefault((start, end), set()).add(_base_label(node.label()))
-        span_counts[start, end] += 1
         return end
 
     walk(tree, 0)
     n = len(words)
     labelled = {span: labels for span, labels in labelled.items() if span[1] - span[0] > 1 and span != (0, n)}
-    return words, tags, labelled, span_counts[0, n]
+    return words, tags, labelled
 
 
 def _split_bracketed(text: str, source: str) -> Iterator[tuple[int, str]]:
@@ -138,8 +134,9 @@ def read_mrg(path: str | Path) -> list[GoldSentence]:
         cleaned = _clean(tree)
         if cleaned is None:
             continue  # a sentence of punctuation and traces only has no scored word
-        words, tags, labelled, whole_spans = _gold_spans(cleaned)
-        repeated = whole_spans > 1 and len(words) > 1
+        words, tags, labelled = _gold_spans(cleaned)
+        # A root with a single child over two or more words: that child covers the whole sentence too.
+        repeated = len(cleaned) == 1 and len(words) > 1
         sentences.append(
             GoldSentence(words, tags, set(labelled), labelled, source=f"{path}:{line}", repeated_whole_span=repeated)
         )

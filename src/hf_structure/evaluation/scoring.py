@@ -18,9 +18,9 @@ def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: s
     """The evaluation JSON of a parser: `sentences`; with predicted and gold constituents `sentence_f1`,
     `corpus_f1`, the same under the compound-PCFG scorer's convention (`sentence_f1_cpcfg`, `corpus_f1_cpcfg`; see
     `metrics.compound_pcfg_gold`), `recall_<LABEL>`; with predicted and gold heads `uas`, `uuas`, `valid_trees`
-    (share of sentences whose heads form a tree with one root), and `las` when both sides have dependency labels. Percentages rounded to
-    2 decimals. `parses` are contract dicts (`spans`, `heads`, `deprels`, each optional); `suffix` is appended to
-    every score's key (e.g. `_argmax`)."""
+    (share of sentences whose heads form a tree with one root), and `las` when both sides have dependency labels.
+    Percentages rounded to 2 decimals. `parses` are contract dicts (`spans`, `heads`, `deprels`, each optional);
+    `suffix` is appended to every score's key (e.g. `_argmax`)."""
     if len(parses) != len(gold):
         raise ValueError(f"{len(parses)} parses for {len(gold)} gold sentences")
     scores = {}
