@@ -314,6 +314,23 @@ def test_bad_input(parser, inputs, kwargs, error, message):
         parser(inputs, **kwargs)
 
 
+def test_the_one_scan_check_rejects_exactly_what_the_word_loop_rejects():
+    # check_words clears a sentence with one regular-expression scan and names problems with a per-word loop: both
+    # must reject the same characters (str.isspace or Unicode category Cc), over all of Unicode.
+    import sys
+    import unicodedata
+
+    from hf_structure.pipelines.unsupervised_parsing import WHITESPACE_OR_CONTROL
+
+    disagree = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if bool(WHITESPACE_OR_CONTROL.match(chr(code)))
+        != (chr(code).isspace() or unicodedata.category(chr(code)) == "Cc")
+    ]
+    assert disagree == []
+
+
 @pytest.mark.parametrize(
     "batch, message",
     [

@@ -59,6 +59,26 @@ def crossing(a, b):
 # --- Algorithm 1: distances -> binary constituency tree ------------------------------------------------------------
 
 
+def top_down_spans(distances):
+    """Algorithm 1 as the paper states it: search each span for its largest split (leftmost of equals), recurse."""
+    spans, pending = [], [(0, len(distances) + 1)]
+    while pending:
+        start, end = pending.pop()
+        spans.append((start, end))
+        if end - start > 1:
+            window = distances[start : end - 1]
+            split = start + window.index(max(window)) + 1
+            pending += [(split, end), (start, split)]
+    return spans
+
+
+@PROPERTY
+@given(st.lists(st.integers(-3, 3) | number, max_size=40))
+def test_algorithm1_stack_construction_equals_top_down_search(distances):
+    # Small integers make ties common: the leftmost of equal splits must win, in the same span order.
+    assert distances_to_spans(distances) == top_down_spans(distances)
+
+
 def test_algorithm1_worked_example():
     # 4 words, distances [1, 3, 2]: the largest gap (3) is between words 1 and 2 -> ((w0 w1) (w2 w3)).
     spans = distances_to_spans([1, 3, 2])

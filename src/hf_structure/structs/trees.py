@@ -14,18 +14,29 @@ Span = tuple[int, int]
 
 def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
     """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
-    `(start, end)` spans, end exclusive, root first, words (length-1 spans) included. Ties go to the leftmost
-    split, as `argmax` does."""
+    `(start, end)` spans, end exclusive, root first (then each left subtree before its right), words (length-1 spans)
+    included. Ties go to the leftmost split, as `argmax` does.
+
+    The tree is the splits' Cartesian tree, built left to right with a stack in O(n) (searching each span for its
+    largest split is O(n^2) on skewed trees): a split's left child is the last split it pops, and it becomes the
+    right child of the split left on the stack; a split pops only strictly smaller ones, so of equal splits the
+    leftmost ends on top."""
+    left, right = [-1] * len(distances), [-1] * len(distances)
+    stack: list[int] = []
+    for split, distance in enumerate(distances):
+        while stack and distances[stack[-1]] < distance:
+            left[split] = stack.pop()
+        if stack:
+            right[stack[-1]] = split
+        stack.append(split)
     spans = []
-    stack = [(0, len(distances) + 1)]
-    while stack:
-        start, end = stack.pop()
+    pending = [(stack[0] if stack else -1, 0, len(distances) + 1)]  # (split at the top of the span or -1, span)
+    while pending:
+        split, start, end = pending.pop()
         spans.append((start, end))
-        if end - start > 1:
-            window = distances[start : end - 1]
-            split = start + max(range(len(window)), key=lambda k: (window[k], -k)) + 1
-            stack.append((split, end))
-            stack.append((start, split))
+        if split >= 0:
+            pending.append((right[split], split + 1, end))
+            pending.append((left[split], start, split + 1))
     return spans
 
 
