@@ -83,6 +83,45 @@ def test_a_batched_call_parses_in_batches_of_similar_length_and_answers_in_input
     assert results == [parser(sentence) for sentence in SENTENCES]
 
 
+def test_structures_option_returns_only_what_is_asked_and_skips_the_rest(parser, monkeypatch):
+    import sys
+
+    full = parser(SENTENCES, batch_size=2)
+    trees = parser(SENTENCES, batch_size=2, structures="constituency")
+    heads = parser(SENTENCES, batch_size=2, structures=["dependency"])
+    assert all("heads" not in r and "deprels" not in r for r in trees)
+    assert [(r["words"], r["tree"], r["spans"]) for r in trees] == [(r["words"], r["tree"], r["spans"]) for r in full]
+    assert all("tree" not in r and "spans" not in r for r in heads)
+    assert [(r["words"], r["heads"]) for r in heads] == [(r["words"], r["heads"]) for r in full]
+    assert parser(SENTENCES, structures=("dependency", "constituency"), batch_size=2) == full
+
+    # Without dependencies the model never computes p_D, nor decodes heads.
+    modeling = sys.modules[type(parser.model).__module__]
+
+    def fail(*args, **kwargs):
+        raise AssertionError("p_D computed for a constituency-only request")
+
+    monkeypatch.setattr(modeling, "dependency_distribution", fail)
+    assert parser(SENTENCES, batch_size=2, structures="constituency") == trees
+
+
+def test_structures_option_errors(parser, monkeypatch):
+    with pytest.raises(ValueError, match="structures must be one or more of"):
+        parser(TEXT, structures="dependencies")
+    with pytest.raises(ValueError, match="structures must be one or more of"):
+        parser(TEXT, structures=[])
+    # A model whose parses hold no heads (as R2D2's) cannot answer a dependency request.
+    parse = parser.model.parse
+
+    def spans_only(sentences, tokenizer, **options):
+        return [{key: value for key, value in p.items() if key != "heads"} for p in parse(sentences, tokenizer)]
+
+    monkeypatch.setattr(parser.model, "parse", spans_only)
+    with pytest.raises(ValueError, match="this model gives no dependency structure"):
+        parser(TEXT, structures="dependency")
+    assert "heads" not in parser(TEXT, structures="constituency")
+
+
 def test_batched_scores_match(parser):
     alone = [parser(sentence, return_scores=True) for sentence in SENTENCES]
     batched = parser(SENTENCES, batch_size=3, return_scores=True)

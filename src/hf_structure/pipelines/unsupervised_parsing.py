@@ -16,6 +16,7 @@ This file travels with a pushed model folder, so it imports only transformers an
 kept identical to their sources by `scripts/fix_copies.py` (checked by the tests).
 """
 
+import inspect
 import re
 import unicodedata
 from typing import NamedTuple
@@ -24,6 +25,8 @@ from transformers import Pipeline
 
 from .word_tokenization import word_tokenize
 
+# The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
+STRUCTURES = {"constituency": ("spans",), "dependency": ("heads", "deprels")}
 PUNCTUATION = re.compile(r"^(?:[.,;:!?'\"`()\[\]{}\-\u2013\u2014\u2026$#]+|-[LR][RCS]B-)$")
 
 
@@ -101,7 +104,9 @@ class UnsupervisedParsingPipeline(Pipeline):
     model gives: `tree` (bracketed, brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
     `[start, end)`, two or more words, whole sentence first) for constituents; `heads` (1-based, 0 = root) and
     `deprels` for dependencies. Options: `head_decoding` (for models that decode heads from arc scores, e.g.
-    `"argmax"`, `"eisner"`, `"chu-liu-edmonds"`; default: the model's config), `keep_punctuation=False` (drop
+    `"argmax"`, `"eisner"`, `"chu-liu-edmonds"`; default: the model's config), `structures` (`"constituency"`,
+    `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
+    skips it; default: all the model gives), `keep_punctuation=False` (drop
     re-attached punctuation from the output), `return_scores=True` (the model's extras under `scores`),
     `output_format="conllu"` (CoNLL-U text).
     """
@@ -118,9 +123,19 @@ class UnsupervisedParsingPipeline(Pipeline):
         keep_punctuation=None,
         return_scores=None,
         output_format=None,
+        structures=None,
         **kwargs,
     ):
         preprocess, forward, postprocess = {}, {}, {}
+        if structures is not None:
+            structures = (structures,) if isinstance(structures, str) else tuple(structures)
+            unknown = [name for name in structures if name not in STRUCTURES]
+            if unknown or not structures:
+                raise ValueError(f"structures must be one or more of {list(STRUCTURES)}, got {list(structures)}")
+            postprocess["structures"] = structures
+            # Only a model whose `parse` takes `structures` can skip work; the others' outputs are filtered.
+            if "structures" in inspect.signature(self.model.parse).parameters:
+                forward["structures"] = structures
         if is_split_into_words is not None:
             preprocess["is_split_into_words"] = is_split_into_words
         if head_decoding is not None:  # the model says which decodings it knows
@@ -213,8 +228,16 @@ class UnsupervisedParsingPipeline(Pipeline):
             return {"parse": parses[0], "sentence": sentences[0]}
         return {"parse": parses, "sentence": sentences}
 
-    def postprocess(self, model_outputs, keep_punctuation=True, return_scores=False, output_format="json"):
+    def postprocess(
+        self, model_outputs, keep_punctuation=True, return_scores=False, output_format="json", structures=None
+    ):
         parse, sentence = model_outputs["parse"], model_outputs["sentence"]
+        if structures is not None:
+            missing = [name for name in structures if STRUCTURES[name][0] not in parse]
+            if missing:
+                raise ValueError(f"this model gives no {' or '.join(missing)} structure")
+            dropped = {key for name, keys in STRUCTURES.items() if name not in structures for key in keys}
+            parse = {key: value for key, value in parse.items() if key not in dropped}
         if keep_punctuation:
             words, position = sentence["words"], sentence["seen"]  # position[k]: index in words of the k-th seen
         else:

@@ -712,10 +712,14 @@ class StructFormerModel(StructFormerPreTrainedModel):
         return torch.sigmoid(self.relation_logits)
 
     def parse_scores(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, embeddings: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        embeddings: torch.Tensor | None = None,
+        with_parent: bool = True,
     ):
-        """Distances, heights (with +inf / -inf where undefined) and p_D for a batch (`embeddings`: the word
-        embeddings of `input_ids` where the caller has them already)."""
+        """Distances, heights (with +inf / -inf where undefined) and p_D (None without `with_parent`) for a batch
+        (`embeddings`: the word embeddings of `input_ids` where the caller has them already)."""
         mask = attention_mask.bool()
         if embeddings is None:
             embeddings = self.embed_tokens(input_ids)
@@ -723,7 +727,7 @@ class StructFormerModel(StructFormerPreTrainedModel):
         per_batch = self.training and self.config.calibration_scope == "batch"
         distances = calibrate_distances(distances, heights, mask, per_batch=per_batch)
         split_scale, head_scale = self.log_scales.exp().unbind()
-        parent = dependency_distribution(distances, heights, mask, split_scale, head_scale)
+        parent = dependency_distribution(distances, heights, mask, split_scale, head_scale) if with_parent else None
         distances = distances.masked_fill(~split_mask_from(mask), float("inf"))
         heights = heights.masked_fill(~mask, float("-inf"))
         return distances, heights, parent
@@ -785,13 +789,21 @@ class StructFormerModel(StructFormerPreTrainedModel):
         return self.config.max_position_embeddings
 
     @torch.no_grad()
-    def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
+    def parse(
+        self,
+        sentences: list[list[str]],
+        tokenizer,
+        head_decoding: str | None = None,
+        structures: Sequence[str] = ("constituency", "dependency"),
+    ) -> list[dict]:
         """Parse a batch of sentences given as words (the words the model sees: no punctuation).
 
-        Returns one dict per sentence: `words`; `spans`, the binary tree's constituents of two or more words
-        (0-based `[start, end)`, top-down) by Algorithm 1; `heads`, 1-based (0 = root) by `head_decoding` (default
-        `config.head_decoding`, see `decode_heads`); and `scores` with the sentence's `distances` (n-1) and
-        `heights` (n). Raises ValueError naming the sentence when one cannot be parsed.
+        Returns one dict per sentence: `words`; with `"constituency"` in `structures`, `spans`, the binary tree's
+        constituents of two or more words (0-based `[start, end)`, top-down) by Algorithm 1; with `"dependency"`,
+        `heads`, 1-based (0 = root) by `head_decoding` (default `config.head_decoding`, see `decode_heads`); and
+        `scores` with the sentence's `distances` (n-1) and `heights` (n). Without `"dependency"`, p_D and the head
+        decoding (most of the work after the parser network) are skipped. Raises ValueError naming the sentence
+        when one cannot be parsed.
         """
         method = head_decoding or self.config.head_decoding
         if method not in HEAD_DECODINGS:
@@ -800,20 +812,19 @@ class StructFormerModel(StructFormerPreTrainedModel):
         lengths = encoded["attention_mask"].sum(dim=-1).tolist()
         input_ids = encoded["input_ids"].to(self.device)
         mask = encoded["attention_mask"].to(self.device).bool()
-        distances, heights, parent = self.parse_scores(input_ids, mask)
-        heads = decode_heads(parent, heights, mask, method).tolist()
+        with_heads = "dependency" in structures
+        distances, heights, parent = self.parse_scores(input_ids, mask, with_parent=with_heads)
+        heads = decode_heads(parent, heights, mask, method).tolist() if with_heads else None
         results = []
         for b, (words, n) in enumerate(zip(sentences, lengths)):
             sentence_distances = distances[b, : n - 1].tolist()
-            spans = [span for span in distances_to_spans(sentence_distances) if span[1] - span[0] > 1]
-            results.append(
-                {
-                    "words": list(words),
-                    "spans": spans,
-                    "heads": heads[b][:n],
-                    "scores": {"distances": sentence_distances, "heights": heights[b, :n].tolist()},
-                }
-            )
+            result = {"words": list(words)}
+            if "constituency" in structures:
+                result["spans"] = [span for span in distances_to_spans(sentence_distances) if span[1] - span[0] > 1]
+            if with_heads:
+                result["heads"] = heads[b][:n]
+            result["scores"] = {"distances": sentence_distances, "heights": heights[b, :n].tolist()}
+            results.append(result)
         return results
 
 
@@ -875,9 +886,15 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
     def max_parse_words(self) -> int:
         return self.structformer.max_parse_words
 
-    def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
+    def parse(
+        self,
+        sentences: list[list[str]],
+        tokenizer,
+        head_decoding: str | None = None,
+        structures: Sequence[str] = ("constituency", "dependency"),
+    ) -> list[dict]:
         """See `StructFormerModel.parse`."""
-        return self.structformer.parse(sentences, tokenizer, head_decoding)
+        return self.structformer.parse(sentences, tokenizer, head_decoding, structures)
 
 
 __all__ = [
