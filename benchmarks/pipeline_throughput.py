@@ -67,12 +67,12 @@ def build_random_model(folder: Path, sentences: list[list[str]], tiny: bool) -> 
     return folder
 
 
-def time_pipeline(parser, sentences, batch_size: int, repeats: int):
+def time_pipeline(parser, sentences, batch_size: int, repeats: int, options: dict):
     """Median seconds over `repeats` timed passes, and the last pass's parses."""
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
-        outputs = parser(sentences, is_split_into_words=True, batch_size=batch_size)
+        outputs = parser(sentences, is_split_into_words=True, batch_size=batch_size, **options)
         seconds.append(time.perf_counter() - start)
     return statistics.median(seconds), seconds, outputs
 
@@ -90,6 +90,8 @@ def main(argv=None):
     parser_args.add_argument("--repeats", type=int, default=1, help="timed passes per batch size (median reported)")
     parser_args.add_argument("--sort-by-length", action="store_true",
                              help="feed sentences shortest first (less padding per batch) instead of file order")
+    parser_args.add_argument("--structures", default=None,
+                             help="comma list passed as the pipeline's structures= (default: all the model gives)")
     parser_args.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser_args.add_argument("--quick", action="store_true",
                              help="smoke run: tiny random model, 40 sentences (or --limit)")
@@ -97,6 +99,7 @@ def main(argv=None):
     if args.quick:
         args.limit, args.warmup = args.limit or 40, 4
     batch_sizes = [int(x) for x in args.batch_sizes.split(",")]
+    options = {"structures": args.structures.split(",")} if args.structures else {}
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -127,7 +130,8 @@ def main(argv=None):
             model_label = str(model_path)
         parser = pipeline("unsupervised-parsing", model=str(model_path))
         config = parser.model.config
-        print("unsupervised-parsing pipeline throughput" + (" (--quick: a smoke run, not a measurement)" if args.quick else ""))
+        smoke = " (--quick: a smoke run, not a measurement)" if args.quick else ""
+        print("unsupervised-parsing pipeline throughput" + smoke)
         print(
             f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; torch {torch.__version__}, "
             f"{torch.get_num_threads()} intra-op threads"
@@ -136,15 +140,17 @@ def main(argv=None):
             f"model: {model_label} (hidden {config.hidden_size}, {config.num_hidden_layers} layers, "
             f"{config.num_attention_heads} heads)\n"
             f"data: {len(sentences)} sentences of {args.treebank} ({sum(lengths)} words, {min(lengths)}-{max(lengths)} "
-            f"per sentence, mean {statistics.mean(lengths):.1f}), {'sorted by length' if args.sort_by_length else 'file order'}, "
+            f"per sentence, mean {statistics.mean(lengths):.1f}), "
+            f"{'sorted by length' if args.sort_by_length else 'file order'}, "
             f"pre-tokenized\n"
             f"timing: {args.repeats} timed pass(es) per batch size after a warm-up on {args.warmup} sentences"
+            + (f"; structures={options['structures']}" if options else "")
         )
 
         results = {}
         for batch_size in batch_sizes:
-            parser(sentences[: args.warmup], is_split_into_words=True, batch_size=batch_size)
-            seconds, passes, outputs = time_pipeline(parser, sentences, batch_size, args.repeats)
+            parser(sentences[: args.warmup], is_split_into_words=True, batch_size=batch_size, **options)
+            seconds, passes, outputs = time_pipeline(parser, sentences, batch_size, args.repeats, options)
             results[batch_size] = (seconds, outputs)
             print(
                 f"  batch_size {batch_size:>3}: {len(sentences) / seconds:8.1f} sentences/s, "
@@ -157,7 +163,9 @@ def main(argv=None):
     base_seconds, base_outputs = results[base_size]
     print(f"\n{'batch_size':>10}{'sentences/s':>13}{'words/s':>11}  ratio to batch_size {base_size}")
     for batch_size, (seconds, outputs) in results.items():
-        same = sum(a["heads"] == b["heads"] and a["spans"] == b["spans"] for a, b in zip(outputs, base_outputs))
+        same = sum(
+            a.get("heads") == b.get("heads") and a.get("spans") == b.get("spans") for a, b in zip(outputs, base_outputs)
+        )
         print(
             f"{batch_size:>10}{len(sentences) / seconds:>13.1f}{sum(lengths) / seconds:>11.1f}  "
             f"{base_seconds / seconds:.2f}x   (parses equal to batch_size {base_size}: {same}/{len(sentences)})"
