@@ -208,6 +208,41 @@ def test_forward_outputs_shapes_and_masked_positions_only():
     assert torch.all(out.attentions[0][1, :, :, 2:] == 0)
 
 
+def test_blockwise_cross_entropy_equals_the_whole_tensor_computation():
+    # 150 rows: two full blocks of 64 and a partial one.
+    generator = torch.Generator().manual_seed(0)
+    logits = (torch.randn(150, 37, generator=generator) * 4).to(torch.bfloat16).requires_grad_()
+    labels = torch.randint(0, 37, (150,), generator=generator)
+    loss = modeling.BlockwiseCrossEntropy.apply(logits, labels)
+    (grad,) = torch.autograd.grad(loss, logits)
+    reference_logits = logits.detach().clone().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(reference_logits.float(), labels)
+    (reference_grad,) = torch.autograd.grad(reference, reference_logits)
+    assert loss.dtype == torch.float32 and grad.dtype == torch.bfloat16
+    assert loss.item() == pytest.approx(reference.item(), rel=1e-6)
+    # The float32 gradients agree to rounding; cast to bf16 they differ by at most one unit in the last place.
+    assert torch.allclose(grad.float(), reference_grad.float(), rtol=2**-7, atol=1e-9)
+    # Exact in float64 (the blocks compute in the logits' dtype there), and its own gradient is right.
+    wide = torch.randn(150, 7, dtype=torch.float64, generator=generator, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: modeling.BlockwiseCrossEntropy.apply(x, labels % 7), (wide,))
+
+
+def test_masked_lm_loss_under_bf16_autocast_is_the_float32_cross_entropy_of_its_logits():
+    torch.manual_seed(0)
+    model = StructFormerForMaskedLM(tiny_config()).train()
+    input_ids = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
+    labels = torch.full_like(input_ids, -100)
+    labels[0, 1], labels[0, 3], labels[1, 0] = 6, 8, 9
+    torch.manual_seed(1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(input_ids, labels=labels)
+    assert out.logits.dtype == torch.bfloat16
+    expected = torch.nn.functional.cross_entropy(out.logits.float(), labels[labels.ne(-100)])
+    assert out.loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    out.loss.backward()
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+
+
 def test_padding_does_not_change_a_sentence():
     torch.manual_seed(0)
     model = StructFormerModel(tiny_config()).eval()

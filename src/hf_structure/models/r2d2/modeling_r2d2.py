@@ -31,6 +31,52 @@ MIX_TASK, SCORE_TASK, MASK, BOS, EOS = range(5)
 ROLE_TASK, ROLE_LEFT, ROLE_RIGHT = range(3)
 
 
+# Copied from hf_structure.models.structformer.modeling_structformer.masked_lm_cross_entropy
+def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of `logits` `(N, V)` against `labels` `(N,)`, computed in float32 or wider.
+
+    Low-precision logits (under bf16 autocast) go through `BlockwiseCrossEntropy`, which never builds the float32
+    copy of the whole `(N, V)` tensor nor its gradient: on CPU those copies and passes cost about a tenth of a bf16
+    training step. Uses `BlockwiseCrossEntropy`."""
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        return BlockwiseCrossEntropy.apply(logits, labels)
+    return F.cross_entropy(logits, labels)
+
+
+# Copied from hf_structure.models.structformer.modeling_structformer.BlockwiseCrossEntropy
+class BlockwiseCrossEntropy(torch.autograd.Function):
+    """`F.cross_entropy(logits.float(), labels)` (the mean), a block of rows at a time: a block's float32 values exist
+    only while it is processed, for its log-sum-exp (forward) and its softmax minus one-hot (backward, cast back to
+    the logits' dtype). The same values as the whole-tensor computation, up to float32 rounding."""
+
+    block_rows = 64  # a block of a 10k-word vocabulary in float32 (2.5 MB) stays in cache
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        compute = torch.promote_types(logits.dtype, torch.float32)
+        log_normalizers = torch.empty(len(logits), dtype=compute, device=logits.device)
+        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
+            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
+            log_normalizers[block] = torch.logsumexp(logits[block].to(compute), dim=-1)
+        ctx.save_for_backward(logits, labels, log_normalizers)
+        return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor):
+        logits, labels, log_normalizers = ctx.saved_tensors
+        grad = torch.empty_like(logits)
+        scale = grad_loss / len(logits)
+        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
+            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
+            # copy=True: with wide logits `.to` would return the saved tensor itself, which must stay intact.
+            probabilities = logits[block].to(log_normalizers.dtype, copy=True)
+            probabilities.sub_(log_normalizers[block, None]).exp_()
+            rows = torch.arange(len(probabilities), device=logits.device)
+            probabilities[rows, labels[block]] -= 1
+            grad[block] = probabilities.mul_(scale)
+        return grad, None
+
+
 # Copied from hf_structure.structs.pruned_chart.ChartEncoding
 @dataclass
 class ChartEncoding:
@@ -445,9 +491,8 @@ class R2D2Model(R2D2PreTrainedModel):
         left = torch.where(
             (positions == 0)[None, :, None], edges[BOS], chart.node_states[left_nodes.clamp(min=0)]
         )
-        right = torch.where(
-            (positions[None, :] >= lengths[:, None] - 1)[..., None], edges[EOS], chart.node_states[right_nodes.clamp(min=0)]
-        )
+        at_end = (positions[None, :] >= lengths[:, None] - 1)[..., None]
+        right = torch.where(at_end, edges[EOS], chart.node_states[right_nodes.clamp(min=0)])
         return left, right
 
     @property
@@ -538,7 +583,7 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
             return R2D2LanguageModelingOutput(logits=logits, root_states=outputs.root_states)
         predicted = labels.ne(-100)
         logits = self.predict_words(left[predicted], right[predicted])
-        loss = F.cross_entropy(logits.float(), labels[predicted])
+        loss = masked_lm_cross_entropy(logits, labels[predicted])
         return R2D2LanguageModelingOutput(loss=loss, logits=logits, root_states=outputs.root_states)
 
     @torch.no_grad()

@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -546,14 +547,17 @@ class StructFormerMaskedLMOutput(StructFormerModelOutput):
 def random_drop_mask(shape: torch.Size, p: float, device: torch.device) -> torch.Tensor:
     """Bool mask of `shape`, each entry True (dropped) independently with probability p.
 
-    Two entries share one 64-bit draw of the random generator, split into 32-bit integers uniform over all 2^32
-    values; an entry drops when it falls among the lowest round(p 2^32). The drop probability is p to within 2^-33,
-    finer than torch's own dropout, which compares float32 uniforms with p. On CPU this is several times cheaper than
-    torch's per-element Bernoulli draws, which run on one thread and took a quarter of a two-thread bf16 step.
+    Two entries share one 64-bit number of a PCG64 stream (numpy's default generator), seeded by one draw of torch's
+    generator, so that `torch.manual_seed` and a checkpoint's saved RNG state reproduce the masks. The number splits
+    into two 32-bit integers uniform over all 2^32 values; an entry drops when it falls among the lowest
+    round(p 2^32). The drop probability is p to within 2^-33, finer than torch's own dropout, which compares float32
+    uniforms with p. On CPU torch draws its random numbers on one thread: its per-element Bernoulli draws took a
+    quarter of a two-thread bf16 step, and even its 64-bit `random_` is three times slower than PCG64.
     """
     count = math.prod(shape)
-    words = torch.empty((count + 1) // 2, dtype=torch.int64, device=device).random_(-(2**63), None)
-    return words.view(torch.int32)[:count].view(shape) < round(p * 2**32) - 2**31
+    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    words = torch.from_numpy(np.random.PCG64(seed).random_raw((count + 1) // 2).view(np.int64))
+    return words.view(torch.int32)[:count].view(shape).to(device) < round(p * 2**32) - 2**31
 
 
 class StructFormerDropout(nn.Module):
@@ -573,6 +577,50 @@ class StructFormerDropout(nn.Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, fast={self.fast}"
+
+
+def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of `logits` `(N, V)` against `labels` `(N,)`, computed in float32 or wider.
+
+    Low-precision logits (under bf16 autocast) go through `BlockwiseCrossEntropy`, which never builds the float32
+    copy of the whole `(N, V)` tensor nor its gradient: on CPU those copies and passes cost about a tenth of a bf16
+    training step. Uses `BlockwiseCrossEntropy`."""
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        return BlockwiseCrossEntropy.apply(logits, labels)
+    return F.cross_entropy(logits, labels)
+
+
+class BlockwiseCrossEntropy(torch.autograd.Function):
+    """`F.cross_entropy(logits.float(), labels)` (the mean), a block of rows at a time: a block's float32 values exist
+    only while it is processed, for its log-sum-exp (forward) and its softmax minus one-hot (backward, cast back to
+    the logits' dtype). The same values as the whole-tensor computation, up to float32 rounding."""
+
+    block_rows = 64  # a block of a 10k-word vocabulary in float32 (2.5 MB) stays in cache
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        compute = torch.promote_types(logits.dtype, torch.float32)
+        log_normalizers = torch.empty(len(logits), dtype=compute, device=logits.device)
+        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
+            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
+            log_normalizers[block] = torch.logsumexp(logits[block].to(compute), dim=-1)
+        ctx.save_for_backward(logits, labels, log_normalizers)
+        return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor):
+        logits, labels, log_normalizers = ctx.saved_tensors
+        grad = torch.empty_like(logits)
+        scale = grad_loss / len(logits)
+        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
+            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
+            # copy=True: with wide logits `.to` would return the saved tensor itself, which must stay intact.
+            probabilities = logits[block].to(log_normalizers.dtype, copy=True)
+            probabilities.sub_(log_normalizers[block, None]).exp_()
+            rows = torch.arange(len(probabilities), device=logits.device)
+            probabilities[rows, labels[block]] -= 1
+            grad[block] = probabilities.mul_(scale)
+        return grad, None
 
 
 class StructFormerParser(nn.Module):
@@ -871,7 +919,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             # Score only the positions that are predicted: most of the vocabulary projection is never used.
             predicted = labels.ne(-100)
             logits = F.linear(hidden[predicted], self.lm_head.weight, self.output_bias)
-            loss = F.cross_entropy(logits.float(), labels[predicted])
+            loss = masked_lm_cross_entropy(logits, labels[predicted])
         return StructFormerMaskedLMOutput(
             loss=loss,
             logits=logits,
