@@ -471,7 +471,8 @@ def run_pd_case(spec: dict, max_seconds: float) -> dict:
     if lines:
         return json.loads(lines[-1])
     if returncode < 0:
-        why = f"killed by signal {-returncode}" + (" (probably the kernel's out-of-memory killer)" if returncode == -9 else "")
+        oom = " (probably the kernel's out-of-memory killer)" if returncode == -9 else ""
+        why = f"killed by signal {-returncode}" + oom
     else:
         tail = done.stderr.strip().splitlines()[-1:] or [""]
         why = f"exit code {returncode}: {tail[0][:160]}"
@@ -494,8 +495,8 @@ def run_pd(args) -> list[dict]:
         f"subprocess with {threads} thread(s)\n"
         f"memory: (1) peak RSS of that subprocess during the timed runs minus its RSS just before them (after the "
         f"warm-up and malloc_trim; peak = VmHWM reset via /proc/self/clear_refs): what the process really needed, "
-        f"allocator slack included; (2) peak bytes of live tensor storages created by p_D's forward and backward ops, tracked op by "
-        f"op with a TorchDispatchMode (inputs excluded; one extra run).\n"
+        f"allocator slack included; (2) peak bytes of live tensor storages created by p_D's forward and backward ops, "
+        f"tracked op by op with a TorchDispatchMode (inputs excluded; one extra run).\n"
         f"limits per (impl, L): {args.max_memory_gb:g} GiB of extra address space (RLIMIT_AS), "
         f"{args.max_seconds:g} s wall time; an impl that fails is not run at longer lengths."
     )
@@ -558,7 +559,9 @@ def run_pd(args) -> list[dict]:
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run at tiny sizes (a few seconds)")
     parser.add_argument("--skip-training", action="store_true", help="skip part 1")
     parser.add_argument("--skip-pd", action="store_true", help="skip part 2")
@@ -620,7 +623,8 @@ def main(argv=None):
         return
     if args.threads:
         torch.set_num_threads(args.threads)
-    print("StructFormer p_D benchmark" + (" (--quick: tiny sizes, a smoke run, not a measurement)" if args.quick else ""))
+    smoke = " (--quick: tiny sizes, a smoke run, not a measurement)" if args.quick else ""
+    print("StructFormer p_D benchmark" + smoke)
     print(machine_summary())
     check_implementations(args.impls)
     results = {"machine": machine_summary(), "args": {k: v for k, v in vars(args).items() if k != "json"}}

@@ -7,7 +7,8 @@ words only), the share of arcs predicted in the reverse direction of a gold arc,
 which the recorded figures use). Used to compare the head conventions that different training recipes settle on
 (docs/structformer-ptb-training/README.md, "Runs before the bundled one").
 
-    python scripts/head_statistics.py structformer-ptb runs/other-model --treebank ../shared/data/ptb-sample/dev --limit 600
+    python scripts/head_statistics.py structformer-ptb runs/other-model \
+        --treebank ../shared/data/ptb-sample/dev --limit 600
 """
 
 import argparse

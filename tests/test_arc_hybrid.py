@@ -56,8 +56,8 @@ def test_sentences_of_different_lengths_in_one_batch_decode_as_alone():
     lengths = torch.tensor([7, 2, 5])
     best, heads, derivations = minimal_feature_dp(transition_scores, arc_scores, lengths)
     for b, n in enumerate(lengths.tolist()):
-        alone = minimal_feature_dp(transition_scores[b : b + 1, : n + 2, : n + 2], arc_scores[b : b + 1, : n + 2, : n + 2],
-                                   torch.tensor([n]))
+        window = (slice(b, b + 1), slice(None, n + 2), slice(None, n + 2))
+        alone = minimal_feature_dp(transition_scores[window], arc_scores[window], torch.tensor([n]))
         assert float(alone[0][0]) == pytest.approx(float(best[b]))
         assert alone[2][0] == derivations[b] and len(derivations[b]) == 2 * n
 

@@ -167,7 +167,8 @@ def test_module_subprocess(model, tmp_path):
 def test_each_positional_argument_is_one_sentence(model, capsys):
     main(["parse", "--model", model, "The old man sat on the bench.", "A dog ran."])
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["words"] for r in results] == [["The", "old", "man", "sat", "on", "the", "bench", "."], ["A", "dog", "ran", "."]]
+    expected = [["The", "old", "man", "sat", "on", "the", "bench", "."], ["A", "dog", "ran", "."]]
+    assert [r["words"] for r in results] == expected
 
 
 def test_conllu_output_keeps_one_sentence_block_per_input_line(model, tmp_path):

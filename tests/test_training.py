@@ -106,7 +106,8 @@ def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_
 
     resumed = run_mlm([*tiny_model, *COMMON, *steps, *data_args(text_files), "--output_dir", str(interrupted_dir)])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming from the last checkpoint in the output folder: {interrupted_dir / 'checkpoint-16'}" in resumed.stderr
+    last = interrupted_dir / "checkpoint-16"
+    assert f"resuming from the last checkpoint in the output folder: {last}" in resumed.stderr
     state = json.loads((interrupted_dir / "trainer_state.json").read_text())
     assert state["global_step"] == 24
     # Same batches, masks, Gumbel draws and optimiser state after the resume: the weights equal the uninterrupted

@@ -11,7 +11,8 @@ import evaluate
 from hf_structure.evaluation.metrics import scored_spans, unlabelled_f1
 
 _CITATION = """@inproceedings{shen2021structformer,
-  title={StructFormer: Joint Unsupervised Induction of Dependency and Constituency Structure from Masked Language Modeling},
+  title={StructFormer: Joint Unsupervised Induction of Dependency and Constituency Structure
+         from Masked Language Modeling},
   author={Shen, Yikang and Tay, Yi and Zheng, Che and Bahri, Dara and Metzler, Donald and Courville, Aaron},
   booktitle={ACL}, year={2021}}"""
 
