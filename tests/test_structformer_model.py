@@ -307,6 +307,21 @@ def test_parse_returns_trees_over_every_word():
         assert all(per_word["heads"][i] == int(parent[b, i, :n].argmax()) + 1 for i in range(n) if i != root)
 
 
+def test_parse_structures_gives_what_is_asked_and_rejects_unknown_names():
+    torch.manual_seed(0)
+    model = StructFormerModel(tiny_config()).eval()
+    tokenizer = build_word_tokenizer(["the old man sat on the bench"])
+    sentences = [["the", "old", "man", "sat"], ["on", "the", "bench"]]
+    full = model.parse(sentences, tokenizer)
+    trees = model.parse(sentences, tokenizer, structures="constituency")
+    heads = model.parse(sentences, tokenizer, structures=("dependency",))
+    assert [t["spans"] for t in trees] == [f["spans"] for f in full] and all("heads" not in t for t in trees)
+    assert [h["heads"] for h in heads] == [f["heads"] for f in full] and all("spans" not in h for h in heads)
+    for bad in (("trees",), ()):
+        with pytest.raises(ValueError, match="structures must be one or more of"):
+            model.parse(sentences, tokenizer, structures=bad)
+
+
 def test_config_rejects_bad_values():
     with pytest.raises(ValueError, match="multiple of num_attention_heads"):
         StructFormerConfig(hidden_size=30, num_attention_heads=4)

@@ -856,6 +856,9 @@ class StructFormerModel(StructFormerPreTrainedModel):
         method = head_decoding or self.config.head_decoding
         if method not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {method!r}")
+        structures = (structures,) if isinstance(structures, str) else tuple(structures)
+        if not structures or not set(structures) <= {"constituency", "dependency"}:
+            raise ValueError(f"structures must be one or more of 'constituency', 'dependency', got {structures}")
         encoded = encode_words(sentences, tokenizer, self.config.max_position_embeddings)
         lengths = encoded["attention_mask"].sum(dim=-1).tolist()
         input_ids = encoded["input_ids"].to(self.device)
