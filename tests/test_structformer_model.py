@@ -100,13 +100,30 @@ def test_sharp_scores_recover_the_algorithm_3_tree():
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.25, 3e-6])
-def test_random_drop_mask_drops_with_probability_p(p):
+def test_random_keep_mask_drops_with_probability_p(p):
     torch.manual_seed(0)
-    count = 4_000_000
-    drop = modeling.random_drop_mask(torch.Size([count // 1000, 1000]), p, torch.device("cpu"))
-    assert drop.dtype == torch.bool and drop.shape == (count // 1000, 1000)
-    # Within 5 standard errors.
-    assert abs(drop.double().mean().item() - p) <= 5 * math.sqrt(p * (1 - p) / count)
+    count = 4_000_001  # odd: the last 64-bit number is half used
+    keep = modeling.random_keep_mask(torch.Size([count]), p, torch.bfloat16, torch.device("cpu"))
+    assert keep.dtype == torch.bfloat16 and keep.shape == (count,)
+    assert set(keep.unique().tolist()) <= {0.0, 1.0}
+    # Within 5 standard errors, over all entries and over each half (the halves come from two streams).
+    for part in (keep, keep[: count // 2], keep[count // 2 :]):
+        dropped = (part == 0).double().mean().item()
+        assert abs(dropped - p) <= 5 * math.sqrt(p * (1 - p) / len(part))
+
+
+def test_random_keep_mask_is_reproducible_from_torch_seed_and_its_halves_differ():
+    shape = torch.Size([3, 1000, 7])
+    torch.manual_seed(5)
+    first = modeling.random_keep_mask(shape, 0.3, torch.float32, torch.device("cpu"))
+    torch.manual_seed(5)
+    again = modeling.random_keep_mask(shape, 0.3, torch.float32, torch.device("cpu"))
+    assert torch.equal(first, again)
+    flat = first.flatten()
+    half = len(flat) // 2
+    assert not torch.equal(flat[:half], flat[half : 2 * half])
+    torch.manual_seed(6)
+    assert not torch.equal(first, modeling.random_keep_mask(shape, 0.3, torch.float32, torch.device("cpu")))
 
 
 def test_fast_dropout_keeps_the_expectation_and_is_the_identity_in_evaluation():
@@ -222,6 +239,12 @@ def test_blockwise_cross_entropy_equals_the_whole_tensor_computation():
     assert loss.item() == pytest.approx(reference.item(), rel=1e-6)
     # The float32 gradients agree to rounding; cast to bf16 they differ by at most one unit in the last place.
     assert torch.allclose(grad.float(), reference_grad.float(), rtol=2**-7, atol=1e-9)
+    # A loss scaled for gradient accumulation scales the gradient (one more bf16 rounding).
+    (quarter_grad,) = torch.autograd.grad(modeling.BlockwiseCrossEntropy.apply(logits, labels) / 4, logits)
+    assert torch.allclose(quarter_grad.float(), reference_grad.float() / 4, rtol=2**-6, atol=1e-9)
+    # Without gradients (evaluation) the loss is the same.
+    with torch.no_grad():
+        assert modeling.masked_lm_cross_entropy(logits, labels).item() == loss.item()
     # Exact in float64 (the blocks compute in the logits' dtype there), and its own gradient is right.
     wide = torch.randn(150, 7, dtype=torch.float64, generator=generator, requires_grad=True)
     assert torch.autograd.gradcheck(lambda x: modeling.BlockwiseCrossEntropy.apply(x, labels % 7), (wide,))
