@@ -170,43 +170,57 @@ def training_paths(native_bf16: bool, with_bf16: bool) -> dict[str, dict]:
 def train_steps(path: dict, impl: str, config, batches, lr: float, seed: int, dropout_seed: int | None = None):
     """Train a fresh model (seeded: the same initial weights for every call) along `path` on `batches`; yields
     (seconds, real words, loss) per step. `dropout_seed` reseeds the generator after initialisation (another draw
-    of dropout masks from the same weights)."""
+    of dropout masks from the same weights). The p_D implementation is swapped in for each step only, so that
+    several of these generators can take their steps in turn."""
     from hf_structure.models.structformer import StructFormerForMaskedLM
 
     pd = IMPLEMENTATIONS[impl]
-    modeling_structformer.dependency_distribution = (
-        functools.partial(pd, precision=path["pd_precision"]) if impl == "ours" else pd
-    )
-    try:
-        torch.manual_seed(seed)
-        model = StructFormerForMaskedLM(config.__class__(**{**config.to_dict(), "fast_dropout": path["fast_dropout"]}))
-        model.train()
-        if dropout_seed is not None:
-            torch.manual_seed(dropout_seed)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # as Trainer's default optim
-        for batch in batches:
+    pd = functools.partial(pd, precision=path["pd_precision"]) if impl == "ours" else pd
+    torch.manual_seed(seed)
+    model = StructFormerForMaskedLM(config.__class__(**{**config.to_dict(), "fast_dropout": path["fast_dropout"]}))
+    model.train()
+    if dropout_seed is not None:
+        torch.manual_seed(dropout_seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # as Trainer's default optim
+    for batch in batches:
+        modeling_structformer.dependency_distribution = pd
+        try:
             start = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=path["bf16"]):
                 loss = model(**batch).loss
             loss.backward()
             optimizer.step()
-            yield time.perf_counter() - start, int(batch["attention_mask"].sum()), loss.item()
-    finally:
-        modeling_structformer.dependency_distribution = OURS
+            elapsed = time.perf_counter() - start
+        finally:
+            modeling_structformer.dependency_distribution = OURS
+        yield elapsed, int(batch["attention_mask"].sum()), loss.item()
 
 
-def train_throughput(name: str, path: dict, impl: str, config, batches, warmup: int, lr: float, seed: int) -> dict:
-    """Words/s of `train_steps` over all but the first `warmup` steps."""
-    seconds, words, losses = 0.0, 0, []
-    for step, (elapsed, step_words, loss) in enumerate(train_steps(path, impl, config, batches, lr, seed)):
-        losses.append(loss)
-        if step >= warmup:
-            seconds, words = seconds + elapsed, words + step_words
-    timed = len(batches) - warmup
-    label = name if impl == "ours" else f"{name}, {impl} L^3 p_D"
-    return {"path": label, **path, "impl": impl, "steps": timed, "tokens": words, "seconds": seconds,
-            "tokens_per_s": words / seconds, "s_per_step": seconds / timed, "first_loss": losses[0]}
+def train_throughput(rows: list[tuple[str, dict, str]], config, batches: list, warmup: int, lr: float, seed: int):
+    """Words/s of `train_steps` for each (name, path, impl) of `rows` over all but its first `warmup` steps. The
+    rows take their steps in turn (one step of each, then the next of each), so that a slow spell of the machine
+    (other virtual machines on the host) costs every row alike instead of the one that happened to run then.
+    `batches[k]` are the batches of row k."""
+    runs = [train_steps(path, impl, config, steps, lr, seed) for (_, path, impl), steps in zip(rows, batches)]
+    seconds, words, losses = [0.0] * len(rows), [0] * len(rows), [[] for _ in rows]
+    for step in range(max(map(len, batches))):
+        for k, run in enumerate(runs):
+            measured = next(run, None)
+            if measured is None:
+                continue
+            elapsed, step_words, loss = measured
+            losses[k].append(loss)
+            if step >= warmup:
+                seconds[k], words[k] = seconds[k] + elapsed, words[k] + step_words
+    results = []
+    for k, (name, path, impl) in enumerate(rows):
+        timed = len(losses[k]) - warmup
+        label = name if impl == "ours" else f"{name}, {impl} L^3 p_D"
+        results.append({"path": label, **path, "impl": impl, "steps": timed, "tokens": words[k],
+                        "seconds": seconds[k], "tokens_per_s": words[k] / seconds[k],
+                        "s_per_step": seconds[k] / timed, "first_loss": losses[k][0]})
+    return results
 
 
 def loss_curves(paths: dict, config, batches, lr: float, seed: int, window: int) -> dict:
@@ -299,13 +313,14 @@ def run_training(args) -> dict:
               f"p_D precision {path['pd_precision']}")
     rows = [(name, path, "ours") for name, path in paths.items()]
     rows += [("before", paths["before"], impl) for impl in args.impls if impl != "ours"]
-    results = []
-    for name, path, impl in rows:
-        run_batches = batches[:count]
-        if path["bf16"] and not native_bf16 and args.bf16_steps is not None:
-            run_batches = batches[: args.warmup_steps + args.bf16_steps]
-        result = train_throughput(name, path, impl, config, run_batches, args.warmup_steps, args.lr, args.seed)
-        results.append(result)
+    row_batches = [
+        batches[: args.warmup_steps + args.bf16_steps]
+        if path["bf16"] and not native_bf16 and args.bf16_steps is not None
+        else batches[:count]
+        for _, path, _ in rows
+    ]
+    results = train_throughput(rows, config, row_batches, args.warmup_steps, args.lr, args.seed)
+    for result in results:
         print(
             f"  {result['path']:<32} {result['tokens_per_s']:9.1f} words/s  ({result['s_per_step']:.3f} s/step over "
             f"{result['steps']} steps; first-step loss {result['first_loss']:.6f})",
