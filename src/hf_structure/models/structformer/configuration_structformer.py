@@ -31,9 +31,10 @@ class StructFormerConfig(PretrainedConfig):
         intermediate_size: width of the feed-forward layers.
         hidden_dropout_prob: dropout on embeddings, residual branches and feed-forward layers.
         attention_probs_dropout_prob: dropout on the attention weights (0 in the released runs).
-        fast_dropout: on CPU, draw dropout masks two to a 64-bit number of a PCG64 stream seeded from torch's
-            generator (`random_drop_mask`: the same distribution, several times cheaper than torch's per-element
-            draws, still reproducible by `torch.manual_seed`); False: `torch.nn.functional.dropout`.
+        fast_dropout: on CPU, draw dropout masks two to a 64-bit number of an SFC64 stream seeded from torch's
+            generator and apply them as a multiply by 0/1 (`random_keep_mask`: the same distribution, several times
+            cheaper than torch's per-element draws, still reproducible by `torch.manual_seed`); False:
+            `torch.nn.functional.dropout`.
         num_parser_layers: convolution layers of the parser network.
         parser_conv_size: kernel width of those convolutions.
         max_position_embeddings: longest sentence (in words) the model accepts.
