@@ -6,7 +6,8 @@ Part 1 (training): words/s of `StructFormerForMaskedLM` training steps (forward,
 PTB train batches made the way `run_mlm.py` makes them (word tokenizer, length-grouped batches,
 `ReproducibleMaskingCollator(tokenizer, 0.3, seed=0)`), along the paths of `training_paths` (`before`: float32,
 torch's dropout, p_D in float64; `now`: what `run_mlm.py` does on this machine), all from the same initial weights on
-the same batches; with --loss-steps, their loss curves. Words are real words (pads excluded); warm-up steps are not
+the same batches, the paths taking their steps in turn (so that a slow spell of a shared host costs each alike);
+with --loss-steps, their loss curves. Words are real words (pads excluded); warm-up steps are not
 timed. The L^3 p_D implementations (--naive) run as more rows of the `before` path.
 
 Part 2 (p_D alone): forward + backward time and peak memory of p_D at several sentence lengths, each
