@@ -13,6 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hf_structure.structs import decoding
 from hf_structure.structs.decoding import _chu_liu_edmonds_per_sentence, chu_liu_edmonds, cky, eisner
 from hf_structure.structs.trees import heads_are_tree
 from hf_structure.structs.trees import is_projective as heads_are_projective
@@ -129,17 +130,25 @@ def check_decoder(decode, scores, mask, lengths, single_root, projective):
 # ---- eisner and chu_liu_edmonds ----------------------------------------------------------------------------------
 
 def batched_chu_liu_edmonds(scores, mask, single_root=True):
-    """`chu_liu_edmonds` made to take its batched path (three sentences or more) by repeating the first sentence."""
-    extra = max(0, 3 - len(scores))
-    scores = torch.cat([scores, scores[:1].expand(extra, -1, -1)])
-    heads = chu_liu_edmonds(scores, torch.cat([mask, mask[:1].expand(extra, -1)]), single_root)
-    return heads[: len(scores) - extra]
+    """The batched torch implementation, whatever `chu_liu_edmonds` would choose."""
+    return decoding._chu_liu_edmonds_batched(scores, mask, single_root)
 
 
-DECODERS = [
-    pytest.param(eisner, True, id="eisner"),
-    pytest.param(chu_liu_edmonds, False, id="chu_liu_edmonds"),
-    pytest.param(batched_chu_liu_edmonds, False, id="chu_liu_edmonds_batched"),
+def per_sentence_chu_liu_edmonds(scores, mask, single_root=True):
+    """The one-cycle-per-call torch recursion, whatever `chu_liu_edmonds` would choose."""
+    return _chu_liu_edmonds_per_sentence(scores, mask, single_root)
+
+
+def compiled_chu_liu_edmonds(scores, mask, single_root=True):
+    """`ufal.chu_liu_edmonds` through our conventions (skipped where it is not installed)."""
+    if decoding.compiled_chu_liu_edmonds is None:
+        pytest.skip("ufal.chu_liu_edmonds is not installed")
+    return decoding._chu_liu_edmonds_compiled(scores, mask, single_root)
+
+
+CHU_LIU_EDMONDS = [chu_liu_edmonds, batched_chu_liu_edmonds, per_sentence_chu_liu_edmonds, compiled_chu_liu_edmonds]
+DECODERS = [pytest.param(eisner, True, id="eisner")] + [
+    pytest.param(decode, False, id=decode.__name__) for decode in CHU_LIU_EDMONDS
 ]
 
 
@@ -166,14 +175,14 @@ def sentence(arcs):
     return torch.tensor(arcs, dtype=torch.float64)[None], mask
 
 
-@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds, batched_chu_liu_edmonds])
+@pytest.mark.parametrize("decode", [eisner, *CHU_LIU_EDMONDS])
 def test_several_root_children_only_without_single_root(decode):
     scores, mask = sentence([[0, 0, 0], [5, 0, 1], [5, 1, 0]])  # both words prefer ROOT by far
     assert decode(scores, mask, single_root=False).tolist() == [[0, 0, 0]]
     assert decode(scores, mask).tolist() in ([[0, 0, 1]], [[0, 2, 0]])
 
 
-@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds, batched_chu_liu_edmonds])
+@pytest.mark.parametrize("decode", [eisner, *CHU_LIU_EDMONDS])
 def test_forbidden_arcs_force_the_only_tree(decode):
     # only ROOT -> 3 -> 1 -> 2 is allowed (a projective tree)
     scores = torch.full((1, 4, 4), -INF)
@@ -192,7 +201,7 @@ def test_one_word_and_all_ties(decode, projective):
     assert reference_is_tree(heads) and (not projective or reference_is_projective(heads))
 
 
-@pytest.mark.parametrize("decode", [eisner, chu_liu_edmonds, batched_chu_liu_edmonds])
+@pytest.mark.parametrize("decode", [eisner, *CHU_LIU_EDMONDS])
 def test_float32_and_gradients_are_accepted(decode):
     scores = torch.randn(2, 7, 7, generator=torch.Generator().manual_seed(0), requires_grad=True)
     mask = torch.tensor([[False] + [True] * 6, [False] * 1 + [True] * 3 + [False] * 3])
@@ -220,7 +229,8 @@ def test_chu_liu_edmonds_single_root_matches_trying_each_root_child():
 
 
 @pytest.mark.parametrize("single_root", [True, False])
-def test_batched_chu_liu_edmonds_with_deeply_nested_cycles_matches_the_one_cycle_recursion(single_root):
+@pytest.mark.parametrize("decode", [chu_liu_edmonds, batched_chu_liu_edmonds, compiled_chu_liu_edmonds])
+def test_chu_liu_edmonds_with_deeply_nested_cycles_matches_the_one_cycle_recursion(decode, single_root):
     """Scores like StructFormer's log p_D: neighbours prefer each other both ways, so each contraction closes a new
     2-cycle and the cycles nest about one level per word; ragged batch, lengths up to 60."""
     generator = torch.Generator().manual_seed(3)
@@ -230,7 +240,7 @@ def test_batched_chu_liu_edmonds_with_deeply_nested_cycles_matches_the_one_cycle
     distance = (positions[:, None] - positions[None, :]).abs()
     scores = -distance + 0.3 * torch.randn(len(lengths), size, size, generator=generator, dtype=torch.float64)
     mask = (torch.arange(size)[None, :] >= 1) & (torch.arange(size)[None, :] <= torch.tensor(lengths)[:, None])
-    batched = chu_liu_edmonds(scores, mask, single_root=single_root)
+    batched = decode(scores, mask, single_root=single_root)
     reference = _chu_liu_edmonds_per_sentence(scores, mask, single_root=single_root)
     for b, n in enumerate(lengths):
         assert reference_is_tree(batched[b, 1 : n + 1].tolist())
@@ -354,3 +364,14 @@ def test_heads_are_projective_against_descendants(n):
     trees, _, projective = all_head_sequences(n)
     for heads, expected in zip(trees.tolist(), projective.tolist()):
         assert heads_are_projective(heads) is expected, heads
+
+
+def test_chu_liu_edmonds_uses_the_compiled_decoder_where_installed(monkeypatch):
+    scores = torch.randn(4, 6, 6, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    mask = torch.tensor([[False] + [True] * 5] * 3 + [[False, True, True, False, False, False]])
+    used = []
+    monkeypatch.setattr(decoding, "compiled_chu_liu_edmonds", object())  # as if installed
+    monkeypatch.setattr(decoding, "_chu_liu_edmonds_compiled", lambda *args: used.append(args) or "compiled")
+    assert decoding.chu_liu_edmonds(scores, mask) == "compiled" and len(used) == 1
+    monkeypatch.setattr(decoding, "compiled_chu_liu_edmonds", None)
+    assert torch.equal(decoding.chu_liu_edmonds(scores, mask), batched_chu_liu_edmonds(scores, mask))
