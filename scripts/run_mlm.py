@@ -9,17 +9,18 @@ Fine-tune a saved model on a text file (one sentence per line):
     python scripts/run_mlm.py --model_name_or_path structformer-ptb --train_file domain.txt --output_dir runs/ft
 
 Runs under `torchrun --nproc_per_node 2` / `accelerate launch` unchanged; `--resume_from_checkpoint` continues a
-killed run.
+killed run; `--max_train_time_s` ends the loop after a wall-clock budget and still saves.
 """
 
 import sys
 
-from transformers import HfArgumentParser, TrainingArguments
+from transformers import HfArgumentParser
 
 from hf_structure.training.mlm import DataTrainingArguments, ModelArguments, main
+from hf_structure.training.trainer import BudgetedTrainingArguments
 
 if __name__ == "__main__":
-    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, TrainingArguments))
+    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, BudgetedTrainingArguments))
     if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
         model_args, data_args, training_args = parser.parse_json_file(sys.argv[1])
     else:

@@ -119,6 +119,18 @@ def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_
         assert torch.allclose(expected[name], actual[name], atol=1e-6), name
 
 
+def test_a_spent_wall_clock_budget_ends_training_early_and_still_saves_the_model_and_its_record(tmp_path, text_files):
+    out = tmp_path / "budget"
+    # Any budget is spent by the end of the first step, so the run stops there instead of at step 50.
+    result = run_mlm([*TINY_MODEL, *COMMON, "--max_steps", "50", "--max_train_time_s", "1e-6", "--do_train",
+                      *data_args(text_files), "--output_dir", str(out)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "wall-clock budget of 0 s spent at step 1: stopping" in result.stderr
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
+    assert json.loads((out / "hf_structure_training.json").read_text())["steps"] == 1
+    assert (out / "model.safetensors").exists()
+
+
 def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_path, text_files):
     base = tmp_path / "base"
     first = run_mlm([*TINY_MODEL, *COMMON, "--max_steps", "2", "--do_train", *data_args(text_files),

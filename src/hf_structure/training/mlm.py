@@ -6,12 +6,7 @@ import logging
 from dataclasses import dataclass, field
 
 from datasets import load_from_disk
-from transformers import (
-    AutoModelForMaskedLM,
-    AutoTokenizer,
-    TrainingArguments,
-    set_seed,
-)
+from transformers import AutoModelForMaskedLM, AutoTokenizer, set_seed
 
 from ..data.collators import EveryWordCollator, ReproducibleMaskingCollator, tokenize_sentences
 from ..data.text import ptb_lm_lines, text_file_lines
@@ -19,7 +14,7 @@ from ..data.tokenization import build_word_tokenizer
 from ..models.r2d2 import R2D2Config, R2D2ForLanguageModeling
 from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
 from .precision import with_chosen_precision
-from .trainer import MaskedLMTrainer, end_processes, train_resuming
+from .trainer import BudgetedTrainingArguments, MaskedLMTrainer, WallClockBudget, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +146,7 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
     return model_class(config), tokenizer
 
 
-def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: TrainingArguments):
+def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: BudgetedTrainingArguments):
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     training_args = with_chosen_precision(training_args, model_args.precision)
     set_seed(training_args.seed)
@@ -173,6 +168,8 @@ def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_
     )
 
     callbacks = []
+    if getattr(training_args, "max_train_time_s", None):
+        callbacks.append(WallClockBudget(training_args.max_train_time_s))
     if data_args.treebank_dir:
         from ..evaluation.callbacks import ParsingEvaluationCallback
 

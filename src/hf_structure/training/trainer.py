@@ -5,11 +5,46 @@ import math
 import os
 import re
 
+import time
+from dataclasses import dataclass, field
+
 import torch
-from transformers import Trainer
+from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class BudgetedTrainingArguments(TrainingArguments):
+    """`TrainingArguments` with a wall-clock budget for the training loop."""
+
+    max_train_time_s: float | None = field(
+        default=None,
+        metadata={
+            "help": "Stop training after this many seconds of this process's training loop, then save as at the "
+            "end of a run (for a lent machine with a hard time limit; --max_steps still sets the schedule)."
+        },
+    )
+
+
+class WallClockBudget(TrainerCallback):
+    """Ends training once `budget_s` seconds have passed since the training loop began; the run then saves its
+    model and records as after its last step. Checked after each optimiser step, so it overruns by one step."""
+
+    def __init__(self, budget_s: float):
+        if budget_s <= 0:
+            raise ValueError(f"the wall-clock budget must be positive, got {budget_s}")
+        self.budget_s = budget_s
+        self.started = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if time.monotonic() - self.started >= self.budget_s:
+            logger.info("wall-clock budget of %.0f s spent at step %d: stopping", self.budget_s, state.global_step)
+            control.should_training_stop = True
 
 
 class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
