@@ -7,7 +7,13 @@ import sys
 
 import pytest
 import torch
-from reference_r2d2 import chart_tree_spans, plain_cky, pruned_chart_loop, tree_spans
+from reference_r2d2 import (
+    chart_tree_spans,
+    encode_pruned_chart_by_word_spans,
+    plain_cky,
+    pruned_chart_loop,
+    tree_spans,
+)
 from transformers import AutoModel, AutoModelForMaskedLM
 
 from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
@@ -76,6 +82,30 @@ def test_the_pruned_chart_matches_the_per_cell_loop(window):
             torch.testing.assert_close(chart.node_states[node], reference[span].state, atol=1e-5, rtol=1e-4)
         assert chart_tree_spans(chart, b) == tree_spans(reference, n)
         assert int(chart.compositions[b]) == count
+
+
+@pytest.mark.parametrize("window", [1, 2, 4, 30])
+@pytest.mark.parametrize("training", [False, True])
+def test_the_chart_equals_the_chart_before_issue_28(window, training):
+    """The same nodes (ids, spans, splits, states, scores), roots and composition counts as the chart it replaced,
+    bit for bit, in evaluation and in training (same seed: the same Gumbel and dropout noise), and the same
+    gradients up to the order of float additions. Lengths 1-29, with padding beyond the longest sentence."""
+    model = tiny_model(window_size=window).r2d2.train(training)
+    generator = torch.Generator().manual_seed(window)
+    lengths = torch.tensor([1, 2, 29, 5, 17, 12, 24, 3])
+    ids = torch.randint(3, 40, (len(lengths), 31), generator=generator)
+    charts, gradients = [], []
+    for chart in (encode_pruned_chart_by_word_spans, encode_pruned_chart):
+        torch.manual_seed(0)
+        encoding = chart(model.embed_tokens(ids), lengths, model.compose, model.choose_split, window)
+        loss = encoding.node_states[encoding.roots].square().sum() + encoding.node_log_p.sum()
+        gradients.append(torch.autograd.grad(loss, [model.embed_tokens.weight, model.composition_score.weight]))
+        charts.append(encoding)
+    before, now = charts
+    for field in ("node_states", "node_log_p", "node_span", "node_split", "node_of_span", "roots", "compositions"):
+        assert torch.equal(getattr(before, field), getattr(now, field)), field
+    for expected, actual in zip(*gradients):
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5 * float(expected.abs().max()))
 
 
 @torch.no_grad()

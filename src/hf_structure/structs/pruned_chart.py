@@ -67,149 +67,158 @@ def encode_pruned_chart(
     (the paper's Algorithm 2): among the bigram cells of the current terminals used by the best trees (highest
     score over splits that respect the merges so far) of the top-row cells, merge the one maximising
     log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)).
+
+    Only the live chart is kept in tables: cell `(t, h)` of sentence b covers its current terminals t .. t + h
+    (h <= window), with its node id, state, log p~, own composition log p and the scores of its h splits. A merge
+    re-indexes these tables by one gather each and leaves exactly the top-row cells over the merged terminal empty:
+    those are the cells to build, so no lookup decides what is missing.
     """
     batch_size, n, dim = leaves.shape
     device = leaves.device
     lengths = lengths.to(device)
+    top = min(window, n - 1)  # the highest row of the live chart
+    heights = top + 1
     batch = torch.arange(batch_size, device=device)
     positions = torch.arange(n, device=device)
-    # Every merge adds at most window + 1 cells; the CKY rows at most n per row.
-    capacity = batch_size * n * (2 * window + 2)
-    node_span = torch.full((capacity, 2), -1, dtype=torch.long, device=device)
-    node_split = torch.full((capacity,), -1, dtype=torch.long, device=device)
-    # The splits each cell was built over (the last word of the left child) and their scores, for the merge rule.
-    split_words = torch.full((capacity, window), -1, dtype=torch.long, device=device)
-    split_scores = torch.full((capacity, window), float("-inf"), device=device)
-    own_log_p = torch.zeros(capacity, device=device)  # log p of the node's own (chosen) composition
-    merged = torch.zeros(capacity, dtype=torch.bool, device=device)
-    node_span[: batch_size * n] = positions.repeat(batch_size)[:, None]
-    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
+    rows_of_cells = torch.arange(heights, device=device)
+    splits_of_cells = torch.arange(max(top, 1), device=device)
+    beyond_height = splits_of_cells >= rows_of_cells[:, None]  # (heights, top): split k of a cell of height h
+    # Split k of cell (t, h) has the left child (t, k) and the right child (t + k + 1, h - 1 - k): in a table
+    # flattened to positions t * heights + h, `child_offsets[h]` (2, 1, h) is [left children, right ones] - t * heights.
+    # The left child of the first split and the right child of the last are terminals: a merged terminal passes its
+    # score on detached (a leaf's is 0); `terminal_child[h]` (2, 1, h) marks them.
+    child_offsets, terminal_child = [], []
+    for h in range(heights):
+        k = splits_of_cells[:h]
+        child_offsets.append(torch.stack([k, (k + 1) * heights + h - 1 - k])[:, None])
+        terminal_child.append(torch.stack([k == 0, k == h - 1])[:, None])
     real = positions[None, :] < lengths[:, None]
-    node_of_span[:, positions, positions] = torch.where(real, batch[:, None] * n + positions, -1)
+    leaf_ids = batch[:, None] * n + positions
+
+    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
+    node_of_span[:, positions, positions] = torch.where(real, leaf_ids, -1)
     states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
+    spans = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
+    splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
     next_id = batch_size * n
     compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
 
-    # The current terminals: terminal t of sentence b covers words term_start[b, t] .. term_end[b, t].
-    term_start, term_end = positions.repeat(batch_size, 1), positions.repeat(batch_size, 1)
-    num_terms = lengths.clone()
+    # The live chart over the current terminals; terminal t covers words term_first[b, t] .. term_last[b, t].
+    width = n  # table positions: at least the most terminals any sentence has
+    cell_node = torch.full((batch_size, n, heights), -1, dtype=torch.long, device=device)
+    cell_node[:, :, 0] = leaf_ids
+    cell_state = torch.nn.functional.pad(leaves[:, :, None], (0, 0, 0, top))
+    cell_log_p = leaves.new_zeros(batch_size, n, heights)
+    cell_own_log_p = torch.zeros(batch_size, n, heights, device=device)
+    cell_split_scores = torch.full((batch_size, n, heights, max(top, 1)), float("-inf"), device=device)
+    term_first, term_last = positions.repeat(batch_size, 1), positions.repeat(batch_size, 1)
 
-    step = 0
-    while True:
-        height = min(step + 1, window)
-        if step >= window:
-            active = num_terms > height + 1  # the top row still has two cells or more: merge
-            if not active.any():
-                break
-            merge_at = _choose_merge(
-                node_of_span, term_start, term_end, num_terms, height, split_words, split_scores, own_log_p
-            )
-            rows = batch[active]
-            at = merge_at[active]
-            merged[node_of_span[rows, term_start[rows, at], term_end[rows, at + 1]]] = True
-            # Terminal at+1 joins terminal at; the terminals after it move one to the left.
-            source = (positions[None, :] + (positions[None, :] > at[:, None])).clamp(max=n - 1)
-            term_start[rows] = term_start[rows].gather(1, source)
-            new_end = term_end[rows].gather(1, source)
-            new_end[torch.arange(len(rows), device=device), at] = term_end[rows, at + 1]
-            term_end[rows] = new_end
-            num_terms = num_terms - active.long()
-
-        if height >= n:
-            break
-        cells = positions[: n - height]
-        in_row = cells[None, :] < (num_terms - height)[:, None]
-        if step < window and not in_row.any():
-            break
-        span_end = term_end[:, height:]
-        missing = in_row & (node_of_span[batch[:, None], term_start[:, : n - height], span_end] < 0)
-        rows, starts = missing.nonzero(as_tuple=True)  # C cells: sentence, first terminal
-        step += 1
-        if len(rows) == 0:
-            continue
-        splits = torch.arange(height, device=device)
-        first_word = term_start[rows, starts]  # (C,)
-        last_word = term_end[rows, starts + height]
-        split_word = term_end[rows[:, None], starts[:, None] + splits]  # (C, height): last word of the left child
-        right_first = term_start[rows[:, None], starts[:, None] + splits + 1]
-        left_ids = node_of_span[rows[:, None], first_word[:, None], split_word]
-        right_ids = node_of_span[rows[:, None], right_first, last_word[:, None]]
-
-        all_states, all_log_p = torch.cat(states), torch.cat(log_p)
-        child_log_p = torch.where(merged[: len(all_log_p)].clone(), all_log_p.detach(), all_log_p)
-        composed, composition_log_p = compose(all_states[left_ids.flatten()], all_states[right_ids.flatten()])
-        composed = composed.view(len(rows), height, dim)
-        composition_log_p = composition_log_p.view(len(rows), height)
-        scores = composition_log_p + child_log_p[left_ids] + child_log_p[right_ids]
+    def build(rows: torch.Tensor, starts: torch.Tensor, height: int) -> None:
+        """Compose cells (starts[c], height) of sentences rows[c] over their splits and store them."""
+        nonlocal next_id, compositions
+        count = len(rows)
+        first_position = starts * heights
+        children = first_position[:, None] + child_offsets[height]  # (2, C, height)
+        sentence = rows[:, None]
+        children_states = cell_state.view(batch_size, -1, dim)[sentence, children]
+        children_log_p = cell_log_p.view(batch_size, -1)[sentence, children]
+        children_log_p = torch.where(terminal_child[height], children_log_p.detach(), children_log_p)
+        composed, composition_log_p = compose(children_states[0].flatten(0, 1), children_states[1].flatten(0, 1))
+        composition_log_p = composition_log_p.view(count, height)
+        scores = composition_log_p + children_log_p[0] + children_log_p[1]
         weights = choose_split(scores)
-
-        new_ids = torch.arange(next_id, next_id + len(rows), device=device)
-        next_id += len(rows)
-        states.append((weights[..., None] * composed).sum(1).to(leaves.dtype))
-        log_p.append((weights * scores).sum(1).to(leaves.dtype))
+        new_states = (weights[..., None] * composed.view(count, height, dim)).sum(1).to(leaves.dtype)
+        new_log_p = (weights * scores).sum(1).to(leaves.dtype)
         chosen = weights.detach().argmax(-1, keepdim=True)
-        node_span[new_ids, 0], node_span[new_ids, 1] = first_word, last_word
-        node_split[new_ids] = split_word.gather(1, chosen).squeeze(1)
-        split_words[new_ids, :height] = split_word
-        split_scores[new_ids, :height] = scores.detach().float()
-        own_log_p[new_ids] = composition_log_p.detach().float().gather(1, chosen).squeeze(1)
+
+        new_ids = torch.arange(next_id, next_id + count, device=device)
+        next_id += count
+        position = first_position + height
+        cell_node.view(batch_size, -1)[rows, position] = new_ids
+        cell_state.view(batch_size, -1, dim)[rows, position] = new_states
+        cell_log_p.view(batch_size, -1)[rows, position] = new_log_p
+        own_log_p = composition_log_p.detach().float().gather(1, chosen).squeeze(1)
+        cell_own_log_p.view(batch_size, -1)[rows, position] = own_log_p
+        cell_split_scores.view(batch_size, -1, len(splits_of_cells))[rows, position, :height] = scores.detach().float()
+        first_word, last_word = term_first[rows, starts], term_last[rows, starts + height]
         node_of_span[rows, first_word, last_word] = new_ids
+        states.append(new_states)
+        log_p.append(new_log_p)
+        spans.append(torch.stack([first_word, last_word], 1))
+        splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
         compositions += torch.bincount(rows, minlength=batch_size) * height
 
-    roots = node_of_span[batch, 0, lengths - 1]
+    # The lowest rows, as in CKY.
+    for height in range(1, top + 1):
+        rows, starts = (positions[None, : n - height] < (lengths - height)[:, None]).nonzero(as_tuple=True)
+        if len(rows) == 0:
+            break
+        build(rows, starts, height)
+
+    # Merges: every sentence with more than top + 1 terminals merges two of them, then builds the new top-row cells.
+    terminals = lengths.clone()
+    for _ in range(int(lengths.max()) - top - 1):
+        merging = terminals > top + 1
+        at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
+        at = torch.where(merging, at, n + top)  # beyond every cell: the tables stay as they are
+        terminals = terminals - merging.long()
+        width -= 1  # the longest sentences merge at every step
+        start = positions[:width, None]
+        merged = at[:, None, None]
+        # Cell (t, h) over the new terminals was cell (t, h + 1) if it covers the merged terminal (with one split
+        # less: the one between the two merged terminals), cell (t + 1, h) if it starts after it, else cell (t, h).
+        # Cells of the top row over the merged terminal had no old cell: they are built below.
+        covers_merge = (start <= merged) & (merged <= start + rows_of_cells)  # (B, width, heights)
+        source = (start + (start > merged)) * heights + (rows_of_cells + covers_merge).clamp(max=top)
+        num_splits = len(splits_of_cells)
+        removed_or_after = covers_merge[..., None] & (splits_of_cells >= (merged - start)[..., None])
+        split_source = source[..., None] * num_splits + (splits_of_cells + removed_or_after).clamp(max=num_splits - 1)
+        source = source.flatten(1)
+        cell_node = cell_node.flatten(1).gather(1, source).view(batch_size, width, heights)
+        state_source = source[..., None].expand(-1, -1, dim)
+        cell_state = cell_state.flatten(1, 2).gather(1, state_source).view(batch_size, width, heights, dim)
+        cell_log_p = cell_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
+        cell_own_log_p = cell_own_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
+        cell_split_scores = cell_split_scores.flatten(1).gather(1, split_source.flatten(1)).view(split_source.shape)
+        cell_split_scores = cell_split_scores.masked_fill(beyond_height, float("-inf"))
+        term_first = term_first.gather(1, positions[:width] + (positions[:width] > at[:, None]))
+        term_last = term_last.gather(1, positions[:width] + (positions[:width] >= at[:, None]))
+
+        starts = at[:, None] - top + rows_of_cells  # the top-row cells over the merged terminal
+        rows, slot = ((starts >= 0) & (starts + top < terminals[:, None])).nonzero(as_tuple=True)
+        build(rows, starts[rows, slot], top)
+
     return ChartEncoding(
         node_states=torch.cat(states),
         node_log_p=torch.cat(log_p),
-        node_span=node_span[:next_id],
-        node_split=node_split[:next_id],
+        node_span=torch.cat(spans),
+        node_split=torch.cat(splits),
         node_of_span=node_of_span,
-        roots=roots,
+        roots=node_of_span[batch, 0, lengths - 1],
         compositions=compositions,
     )
 
 
 def _choose_merge(
-    node_of_span: torch.Tensor,
-    term_start: torch.Tensor,
-    term_end: torch.Tensor,
-    num_terms: torch.Tensor,
-    height: int,
-    split_words: torch.Tensor,
-    split_scores: torch.Tensor,
-    own_log_p: torch.Tensor,
+    split_scores: torch.Tensor, own_log_p: torch.Tensor, terminals: torch.Tensor, top: int
 ) -> torch.Tensor:
-    """`(B,)` index of the terminal to merge with its right neighbour (see `encode_pruned_chart`)."""
-    batch_size, n = term_start.shape
-    device = term_start.device
-    batch = torch.arange(batch_size, device=device)
-    positions = torch.arange(n, device=device)
-    is_term = positions[None, :] < num_terms[:, None]
-    # Which words end a current terminal, and which terminal that is.
-    ends_terminal = torch.zeros(batch_size, n, dtype=torch.bool, device=device)
-    ends_terminal[batch[:, None].expand(-1, n)[is_term], term_end[is_term]] = True
-    terminal_of_end = torch.zeros(batch_size, n, dtype=torch.long, device=device)
-    terminal_of_end[batch[:, None].expand(-1, n)[is_term], term_end[is_term]] = positions.expand(batch_size, -1)[
-        is_term
-    ]
-    # Walk the best trees of the top-row cells down to the bigram row, one row at a time.
-    used = torch.zeros(batch_size, height + 1, n, dtype=torch.bool, device=device)
-    used[:, height, : n - height] = positions[None, : n - height] < (num_terms - height)[:, None]
-    for h in range(height, 1, -1):
-        rows, starts = used[:, h, : n - h].nonzero(as_tuple=True)
-        if len(rows) == 0:
-            continue
-        node = node_of_span[rows, term_start[rows, starts], term_end[rows, starts + h]]
-        candidates = split_words[node]  # (C, window)
-        allowed = (candidates >= 0) & ends_terminal[rows[:, None], candidates.clamp(min=0)]
-        best = split_scores[node].masked_fill(~allowed, float("-inf")).argmax(-1, keepdim=True)
-        left_last = terminal_of_end[rows, candidates.gather(1, best).squeeze(1)]
-        left_height = left_last - starts
-        used[rows, left_height, starts] = True
-        used[rows, h - 1 - left_height, left_last + 1] = True
-    bigrams = positions[: n - 1]
-    in_row = bigrams[None, :] < (num_terms - 1)[:, None]
-    bigram_nodes = node_of_span[batch[:, None], term_start[:, : n - 1], term_end[:, 1:]]
-    bigram_log_p = torch.where(in_row, own_log_p[bigram_nodes.clamp(min=0)], float("-inf"))
+    """`(B,)` index of the terminal to merge with its right neighbour (see `encode_pruned_chart`), from the live
+    chart's `(B, width, top + 1, top)` split scores and `(B, width, top + 1)` own composition log p."""
+    batch_size, width, heights, _ = split_scores.shape
+    device = split_scores.device
+    batch = torch.arange(batch_size, device=device)[:, None]
+    positions = torch.arange(width, device=device)
+    best_split = split_scores.argmax(-1)  # (B, width, heights): over the splits that respect the merges so far
+    # Walk the best trees of the top-row cells down to the bigram row; position `width` takes the cells not walked.
+    used = torch.zeros(batch_size, width + 1, heights, dtype=torch.bool, device=device)
+    used[:, :width, top] = positions < (terminals - top)[:, None]
+    for height in range(top, 1, -1):
+        walked = used[:, :width, height]
+        k = best_split[:, :, height]
+        used[batch, torch.where(walked, positions, width), k] = True
+        used[batch, torch.where(walked, positions + k + 1, width), height - 1 - k] = True
+    in_row = positions[: width - 1] < (terminals - 1)[:, None]
+    bigram_log_p = torch.where(in_row, own_log_p[:, : width - 1, 1], float("-inf"))
     # log(1 - p) of the neighbouring bigrams; a missing neighbour has p = 0.
     not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
     score = (
@@ -217,5 +226,5 @@ def _choose_merge(
         + torch.nn.functional.pad(not_neighbour[:, :-1], (1, 0))
         + torch.nn.functional.pad(not_neighbour[:, 1:], (0, 1))
     )
-    score = score.masked_fill(~(in_row & used[:, 1, : n - 1]), float("-inf"))
+    score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
     return score.argmax(-1)

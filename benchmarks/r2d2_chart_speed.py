@@ -1,0 +1,199 @@
+#!/usr/bin/env python
+"""R2D2's pruned chart before issue 28 and now, in one run, on the same sentences and weights.
+
+    python benchmarks/r2d2_chart_speed.py                    # CPU, one thread: batches of 32 and 128
+    python benchmarks/r2d2_chart_speed.py --device cuda      # GPU: batches of 32 and 256
+    python benchmarks/r2d2_chart_speed.py --quick            # a smoke run
+
+A fresh R2D2 (hidden 16, 4 heads, feed-forward 64, 3 composition layers, window 4 by default) with the PTB training
+vocabulary, on PTB LM valid sentences of 18-22 words. `before` is the chart as of 314b94e
+(`tests/reference_r2d2.encode_pruned_chart_by_word_spans`), `now` is `hf_structure.structs.pruned_chart`'s; the
+model runs either in place of its Hub-code copy of the chart. For every batch size it prints the cost of a training
+step (forward + backward of the bidirectional LM: ms per sentence, and sentences/s on a GPU), the same for the chart
+alone (the composition Transformer replaced by one linear layer, so that what remains is the chart's bookkeeping),
+and the tensor operations of one training step (all that reach the dispatcher, and those that are not views).
+Then whether both give the same trees and composition counts (evaluation mode) and the same training loss and
+gradients (same seed, so the same dropout and Gumbel noise). Steps of the two charts alternate, and each figure is
+the median of `--steps` steps: on a shared machine compare the ratios of one run, not figures across runs.
+"""
+
+import argparse
+import collections
+import contextlib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the chart before issue 28, kept as the tests' reference
+
+import torch  # noqa: E402
+from reference_r2d2 import chart_tree_spans, encode_pruned_chart_by_word_spans  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from hf_structure.data.text import ptb_lm_lines  # noqa: E402
+from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
+from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, modeling_r2d2  # noqa: E402
+from hf_structure.structs.pruned_chart import encode_pruned_chart  # noqa: E402
+
+CHARTS = {"before": encode_pruned_chart_by_word_spans, "now": encode_pruned_chart}
+VIEW_OPS = {"view", "_unsafe_view", "unsqueeze", "squeeze", "slice", "select", "expand", "t", "transpose",
+            "permute", "as_strided", "alias", "detach", "lift_fresh", "unbind", "split", "split_with_sizes"}
+
+
+class CountOps(TorchDispatchMode):
+    """Counts the aten operations that reach the dispatcher (forward and backward)."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.counts[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+    def totals(self) -> tuple[int, int]:
+        """(all operations, those that are not views)."""
+        return sum(self.counts.values()), sum(c for name, c in self.counts.items() if name not in VIEW_OPS)
+
+
+@contextlib.contextmanager
+def model_chart(chart):
+    """Run R2D2 through `chart` instead of its own copy of `encode_pruned_chart`."""
+    own = modeling_r2d2.encode_pruned_chart
+    modeling_r2d2.encode_pruned_chart = chart
+    try:
+        yield
+    finally:
+        modeling_r2d2.encode_pruned_chart = own
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", help="default: 32 128 on CPU, 32 256 on a GPU")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per chart and batch size")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads (torch.set_num_threads)")
+    parser.add_argument("--hidden-size", type=int, default=16)
+    parser.add_argument("--num-attention-heads", type=int, default=4)
+    parser.add_argument("--intermediate-size", type=int, default=64)
+    parser.add_argument("--num-composition-layers", type=int, default=3)
+    parser.add_argument("--window", type=int, default=4)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: batches of 4 and 8, one timed step")
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda: CUDA is not available here")
+    device = torch.device(args.device)
+    batch_sizes = args.batch_sizes or ([4, 8] if args.quick else [32, 256] if device.type == "cuda" else [32, 128])
+    steps = 1 if args.quick else args.steps
+    torch.set_num_threads(args.threads)
+
+    lines = [line for line in ptb_lm_lines("valid") if 18 <= len(line.split()) <= 22][: max(batch_sizes)]
+    if len(lines) < max(batch_sizes):
+        parser.error(f"only {len(lines)} PTB valid sentences have 18-22 words")
+    tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
+    torch.manual_seed(0)
+    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=args.hidden_size,
+                        num_attention_heads=args.num_attention_heads, intermediate_size=args.intermediate_size,
+                        num_composition_layers=args.num_composition_layers, window_size=args.window)
+    model = R2D2ForLanguageModeling(config).to(device).train()
+    stand_in = torch.nn.Linear(2 * args.hidden_size, args.hidden_size + 1).to(device)
+
+    def stand_in_compose(left, right):
+        out = stand_in(torch.cat([left, right], -1))
+        return torch.tanh(out[:, :-1]), torch.nn.functional.logsigmoid(out[:, -1])
+
+    def batch_of(size):
+        encoded = tokenizer(lines[:size], padding=True, return_tensors="pt", return_token_type_ids=False)
+        encoded = {key: value.to(device) for key, value in encoded.items()}
+        labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
+        return encoded, labels
+
+    def training_step(chart, encoded, labels):
+        with model_chart(chart):
+            loss = model(**encoded, labels=labels).loss
+            loss.backward()
+        return loss
+
+    def chart_step(chart, encoded, labels):
+        leaves = model.r2d2.embed_tokens(encoded["input_ids"])
+        encoding = chart(leaves, encoded["attention_mask"].sum(-1), stand_in_compose, model.r2d2.choose_split,
+                         args.window)
+        (encoding.node_states[encoding.roots].sum() + encoding.node_log_p.sum()).backward()
+
+    def seconds(step, chart, encoded, labels):
+        torch.manual_seed(0)
+        synchronize(device)
+        start = time.perf_counter()
+        step(chart, encoded, labels)
+        synchronize(device)
+        model.zero_grad(set_to_none=True)
+        stand_in.zero_grad(set_to_none=True)
+        return time.perf_counter() - start
+
+    threads = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
+    print(f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}{threads}; torch "
+          f"{torch.__version__}")
+    print(f"model: hidden {args.hidden_size}, {args.num_attention_heads} heads, feed-forward "
+          f"{args.intermediate_size}, {args.num_composition_layers} composition layers, window {args.window}, "
+          f"vocabulary {len(tokenizer)}; PTB valid sentences of 18-22 words; median of {steps} step(s)")
+    print()
+    print("| batch | chart | training step, ms/sentence | sentences/s | chart alone, ms/sentence "
+          "| operations per training step (not views) |")
+    print("|---|---|---|---|---|---|")
+    for size in batch_sizes:
+        encoded, labels = batch_of(size)
+        for chart in CHARTS.values():  # warm-up
+            seconds(training_step, chart, encoded, labels)
+            seconds(chart_step, chart, encoded, labels)
+        times = {(name, kind): [] for name in CHARTS for kind in ("training", "chart")}
+        for _ in range(steps):
+            for name, chart in CHARTS.items():
+                times[name, "training"].append(seconds(training_step, chart, encoded, labels))
+                times[name, "chart"].append(seconds(chart_step, chart, encoded, labels))
+        for name, chart in CHARTS.items():
+            with CountOps() as counter:
+                seconds(training_step, chart, encoded, labels)
+            operations, kernels = counter.totals()
+            step_time = statistics.median(times[name, "training"])
+            chart_time = statistics.median(times[name, "chart"])
+            print(f"| {size} | {name} | {1000 * step_time / size:.2f} | {size / step_time:,.1f} "
+                  f"| {1000 * chart_time / size:.3f} | {operations:,} ({kernels:,}) |")
+
+    print()
+    encoded, labels = batch_of(max(batch_sizes))
+    model.eval()
+    trees, compositions = {}, {}
+    with torch.no_grad():
+        for name, chart in CHARTS.items():
+            with model_chart(chart):
+                encoding = model.r2d2(**encoded).chart
+            trees[name] = [chart_tree_spans(encoding, b) for b in range(len(encoding.roots))]
+            compositions[name] = encoding.compositions.tolist()
+    model.train()
+    same_trees = sum(a == b for a, b in zip(trees["before"], trees["now"]))
+    same_counts = sum(a == b for a, b in zip(compositions["before"], compositions["now"]))
+    print(f"evaluation, {len(lines)} sentences: same trees {same_trees}/{len(lines)}, same composition counts "
+          f"{same_counts}/{len(lines)} ({sum(compositions['now']) / len(lines):.1f} compositions a sentence)")
+    losses, gradients = {}, {}
+    for name, chart in CHARTS.items():
+        torch.manual_seed(0)
+        losses[name] = training_step(chart, encoded, labels).item()
+        gradients[name] = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        model.zero_grad(set_to_none=True)
+    # Against the largest gradient of all: some gradients are 0 up to rounding (the keys' biases).
+    difference = max(float((a - b).abs().max()) for a, b in zip(gradients["before"], gradients["now"]))
+    largest = max(float(a.abs().max()) for a in gradients["before"])
+    print(f"training step, same seed: loss {losses['before']:.6f} before, {losses['now']:.6f} now (equal: "
+          f"{losses['before'] == losses['now']}); largest gradient difference {difference:.1e}, largest gradient "
+          f"{largest:.1e}")
+
+
+if __name__ == "__main__":
+    main()
