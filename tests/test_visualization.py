@@ -133,3 +133,46 @@ def test_accepts_a_pipeline_result_with_extras():
     extras = dict(RESULT, distances=[0.1] * 6, heights=[0.2] * 7, nltk_tree=nltk.Tree("X", RESULT["words"]))
     assert draw_text(extras) == draw_text(RESULT)
     assert render_svg(extras) == render_svg(RESULT)
+
+
+# A constituency-only parse (as R2D2 gives) and a dependency-only one (as the supervised parsers give).
+SPANS_ONLY = {key: value for key, value in RESULT.items() if key != "heads"}
+HEADS_ONLY = {"words": RESULT["words"], "heads": RESULT["heads"], "deprels": ["det"] * 8}
+
+
+def test_draw_text_of_a_parse_without_heads_is_the_tree_alone():
+    drawing = draw_text(SPANS_ONLY)
+    assert drawing.splitlines() == tree_part(draw_text(RESULT))
+    assert sum(line.split().count("X") for line in drawing.splitlines()) == len(RESULT["spans"])
+    assert "►" not in drawing and "root" not in drawing
+
+
+def test_draw_text_of_a_parse_without_spans_is_the_arcs_alone():
+    drawing = draw_text(HEADS_ONLY)
+    assert drawing.splitlines() == dependency_part(draw_text(RESULT))
+    assert "X" not in drawing and drawing.count("►") == 7
+
+
+def test_svg_of_a_parse_without_heads_or_spans_draws_what_is_there():
+    for result, has_tree in ((SPANS_ONLY, True), (HEADS_ONLY, False)):
+        root = ET.fromstring(render_svg(result))
+        assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == result["words"]
+        nodes = [c for c in root.iter(SVG + "circle") if c.get("class") == "node"]
+        edges = [line for line in root.iter(SVG + "line") if line.get("class") == "edge"]
+        arcs = [p for p in root.iter(SVG + "path") if p.get("class") == "arc"]
+        roots = [line for line in root.iter(SVG + "line") if line.get("class") == "root"]
+        if has_tree:
+            assert len(nodes) == len(RESULT["spans"]) and len(edges) == len(RESULT["spans"]) - 1 + 8
+            assert not arcs and not roots
+            # no room is left below the words for arcs that are not there
+            word_y = float(next(t for t in root.iter(SVG + "text") if t.get("class") == "word").get("y"))
+            assert float(root.get("height")) < word_y + 40
+        else:
+            assert not nodes and not edges
+            assert len(arcs) == 7 and len(roots) == 1
+
+
+def test_a_parse_with_nothing_to_draw_is_a_clear_error():
+    for draw in (draw_text, render_svg):
+        with pytest.raises(ValueError, match="nothing to draw: the parse has neither `spans` nor `heads`"):
+            draw({"words": ["a", "dog"]})

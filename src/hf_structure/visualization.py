@@ -6,7 +6,8 @@
   and the dependency arcs (curved, head -> dependent, arrowhead on the dependent) below the same words.
 
 Spans are 0-based `[start, end)` (constituents of two or more words; the whole sentence included), heads 1-based
-with 0 for the root, as the `unsupervised-parsing` pipeline returns them.
+with 0 for the root, as the `unsupervised-parsing` pipeline returns them. Only what a parse holds is drawn: spans
+and no heads give the tree alone, heads and no spans the arcs alone.
 """
 
 from pathlib import Path
@@ -113,15 +114,16 @@ def _dependency_text(words, heads) -> list[str]:
     return lines
 
 
-def draw_text(result) -> str:
-    """The constituency tree (nltk's pretty-printer, unicode lines) followed by the dependency arcs, one word a line:
-    a `►` points at each dependent from its head, and every line ends with `← HEAD WORD` or `root`."""
+def _check_drawable(result) -> None:
+    if "spans" not in result and "heads" not in result:
+        raise ValueError("nothing to draw: the parse has neither `spans` nor `heads`")
+
+
+def _tree_text(words, result) -> list[str]:
+    """The constituency tree drawn by nltk's pretty-printer (unicode lines), words on the last line."""
     import nltk
     from nltk.tree import TreePrettyPrinter
 
-    words = [str(word) for word in result["words"]]
-    if not words:
-        return ""
     spans = _constituents(result)
     children = _tree_children(len(words), spans)
 
@@ -137,8 +139,23 @@ def draw_text(result) -> str:
         top = [build(root) for root in roots] + [word for word in range(len(words)) if word not in covered]
         tree = nltk.Tree("X", sorted(top, key=lambda c: c if isinstance(c, int) else min(c.leaves())))
     drawing = TreePrettyPrinter(tree, sentence=words).text(unicodelines=True, maxwidth=max(map(len, words)) + 1)
-    tree_lines = [line.rstrip() for line in drawing.splitlines() if line.strip()]
-    return "\n".join(tree_lines + [""] + _dependency_text(words, list(result["heads"])))
+    return [line.rstrip() for line in drawing.splitlines() if line.strip()]
+
+
+def draw_text(result) -> str:
+    """The constituency tree (nltk's pretty-printer, unicode lines) followed, after a blank line, by the dependency
+    arcs, one word a line: a `►` points at each dependent from its head, and every line ends with `← HEAD WORD` or
+    `root`. A parse without `heads` gives the tree alone, one without `spans` the arcs alone."""
+    _check_drawable(result)
+    words = [str(word) for word in result["words"]]
+    if not words:
+        return ""
+    parts = []
+    if "spans" in result:
+        parts.append("\n".join(_tree_text(words, result)))
+    if "heads" in result:
+        parts.append("\n".join(_dependency_text(words, list(result["heads"]))))
+    return "\n\n".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -169,12 +186,41 @@ def _arc_heights(arcs) -> list[int]:
     return levels
 
 
+def _svg_arcs(words, heads, centres, word_y) -> tuple[list[str], float]:
+    """The dependency arcs below the words (from head to dependent, bulging downwards by nesting level) and the
+    root arrows, with the picture's height below them."""
+    parts = []
+    arcs = _arcs(heads)
+    arc_levels = _arc_heights(arcs)
+    arc_top = word_y + 8
+    for (head, dependent), level in zip(arcs, arc_levels):
+        offset = 4 if dependent > head else -4  # start beside the head's centre, so arcs to both sides part
+        x1, x2 = centres[head] + offset, centres[dependent]
+        bottom = arc_top + level * ARC_STEP
+        parts.append(
+            f'<path class="arc" d="M{x1:.1f},{arc_top:.1f} C{x1:.1f},{bottom:.1f} {x2:.1f},{bottom:.1f} '
+            f'{x2:.1f},{arc_top + 2:.1f}" marker-end="url(#arrow)">'
+            f"<title>{escape(words[head])} → {escape(words[dependent])}</title></path>"
+        )
+    lowest = arc_top + max(arc_levels, default=0) * ARC_STEP * 0.75 + 24
+    for i, head in enumerate(heads):
+        if head == 0:
+            parts.append(
+                f'<line class="root" x1="{centres[i]:.1f}" y1="{lowest:.1f}" x2="{centres[i]:.1f}" '
+                f'y2="{arc_top + 2:.1f}" marker-end="url(#arrow)"/>'
+                f'<text class="root-label" x="{centres[i]:.1f}" y="{lowest + FONT_SIZE:.1f}" '
+                f'text-anchor="middle">root</text>'
+            )
+    return parts, lowest + FONT_SIZE + MARGIN
+
+
 def render_svg(result) -> str:
     """One standalone SVG: the constituency tree above the words, the dependency arcs below them (head ->
     dependent, arrowhead at the dependent; the root word gets a `root` arrow). Constituent nodes are `<circle
-    class="node">`, arcs `<path class="arc">`, words `<text class="word">`."""
+    class="node">`, arcs `<path class="arc">`, words `<text class="word">`. A parse without `heads` gives the tree
+    alone, one without `spans` the arcs alone."""
+    _check_drawable(result)
     words = [str(word) for word in result["words"]]
-    heads = list(result["heads"])
     n = len(words)
     spans = _constituents(result)
     children = _tree_children(n, spans)
@@ -224,29 +270,10 @@ def render_svg(result) -> str:
             f'<text class="word" x="{centres[i]:.1f}" y="{word_y:.1f}" text-anchor="middle">{escape(word)}</text>'
         )
 
-    # Dependency arcs below the words: from head to dependent, bulging downwards by nesting level.
-    arcs = _arcs(heads)
-    arc_levels = _arc_heights(arcs)
-    arc_top = word_y + 8
-    for (head, dependent), level in zip(arcs, arc_levels):
-        offset = 4 if dependent > head else -4  # start beside the head's centre, so arcs to both sides part
-        x1, x2 = centres[head] + offset, centres[dependent]
-        bottom = arc_top + level * ARC_STEP
-        parts.append(
-            f'<path class="arc" d="M{x1:.1f},{arc_top:.1f} C{x1:.1f},{bottom:.1f} {x2:.1f},{bottom:.1f} '
-            f'{x2:.1f},{arc_top + 2:.1f}" marker-end="url(#arrow)">'
-            f"<title>{escape(words[head])} → {escape(words[dependent])}</title></path>"
-        )
-    lowest = arc_top + max(arc_levels, default=0) * ARC_STEP * 0.75 + 24
-    for i, head in enumerate(heads):
-        if head == 0:
-            parts.append(
-                f'<line class="root" x1="{centres[i]:.1f}" y1="{lowest:.1f}" x2="{centres[i]:.1f}" '
-                f'y2="{arc_top + 2:.1f}" marker-end="url(#arrow)"/>'
-                f'<text class="root-label" x="{centres[i]:.1f}" y="{lowest + FONT_SIZE:.1f}" '
-                f'text-anchor="middle">root</text>'
-            )
-    height = lowest + FONT_SIZE + MARGIN
+    height = word_y + FONT_SIZE / 2 + MARGIN  # room for the words' descenders
+    if "heads" in result:
+        arc_parts, height = _svg_arcs(words, list(result["heads"]), centres, word_y)
+        parts += arc_parts
 
     title = escape(" ".join(words))
     return "\n".join(
