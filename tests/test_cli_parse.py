@@ -25,6 +25,46 @@ def model(tmp_path_factory) -> str:
     return str(folder)
 
 
+def save_tiny_r2d2(folder: Path) -> Path:
+    """A tiny random R2D2 with a word tokenizer: a model whose parses give spans and no heads, and whose `parse`
+    takes no options."""
+    import torch
+
+    from hf_structure import R2D2Config, R2D2ForLanguageModeling
+    from hf_structure.data.tokenization import build_word_tokenizer
+
+    tokenizer = build_word_tokenizer(LINES)
+    torch.manual_seed(0)
+    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
+                        num_composition_layers=1, window_size=2, parse_window_size=3)
+    R2D2ForLanguageModeling(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def spans_only_model(tmp_path_factory) -> str:
+    return str(save_tiny_r2d2(tmp_path_factory.mktemp("cli") / "tiny-r2d2"))
+
+
+@pytest.fixture
+def parse_calls(monkeypatch) -> list:
+    """The batches R2D2's `parse` is called with (its signature kept, as the option check reads it)."""
+    import functools
+
+    from hf_structure import R2D2Model
+
+    calls, parse = [], R2D2Model.parse
+
+    @functools.wraps(parse)
+    def recording_parse(self, sentences, tokenizer, **options):
+        calls.append(sentences)
+        return parse(self, sentences, tokenizer, **options)
+
+    monkeypatch.setattr(R2D2Model, "parse", recording_parse)
+    return calls
+
+
 def tree_leaves(tree: str) -> list[str]:
     return tree.replace("(", " ").replace(")", " ").split()
 
@@ -181,3 +221,53 @@ def test_conllu_output_keeps_one_sentence_block_per_input_line(model, tmp_path):
     assert [len(block) for block in blocks] == [3, 0, 0, 4]
     assert "no word besides punctuation" in blocks[2].metadata["error"]
     assert [token["form"] for token in blocks[3]] == ["the", "old", "man", "sat"]
+
+
+def test_draw_and_svg_of_a_model_without_heads_show_the_tree_alone(spans_only_model, tmp_path, capsys):
+    from hf_structure.visualization import draw_text
+
+    sentences = ["a dog ran on the bench", "the old man"]
+    main(["parse", "--model", spans_only_model, "--pretokenized", *sentences])
+    parses = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert all("heads" not in parse and len(parse["spans"]) == len(parse["words"]) - 1 for parse in parses)
+    main(["parse", "--model", spans_only_model, "--pretokenized", "--draw", *sentences])
+    drawings = capsys.readouterr().out.split("\n\n")  # a blank line after each sentence's drawing
+    assert drawings[2:] == [""] and drawings[:2] == [draw_text(parse) for parse in parses]
+    for drawing, parse in zip(drawings, parses):
+        lines = drawing.splitlines()
+        assert lines[-1].split() == parse["words"]  # the words, in order, under the tree
+        assert sum(line.split().count("X") for line in lines) == len(parse["spans"])
+        assert "►" not in drawing and "root" not in drawing
+
+    svg = tmp_path / "parse.svg"
+    main(["parse", "--model", spans_only_model, "--pretokenized", "--svg", str(svg), sentences[0]])
+    root = ET.fromstring(svg.read_text(encoding="utf-8"))
+    assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == parses[0]["words"]
+    assert len([c for c in root.iter(SVG + "circle") if c.get("class") == "node"]) == len(parses[0]["spans"])
+    assert not [p for p in root.iter(SVG + "path") if p.get("class") == "arc"]
+
+
+def test_an_option_the_model_does_not_take_is_one_error_before_parsing(spans_only_model, parse_calls, tmp_path):
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", spans_only_model, "--head-decoding", "eisner", "--input", str(source),
+              "--output", str(out)])
+    assert str(exit_info.value.code) == (
+        f"hf-structure parse: --head-decoding eisner: R2D2Model (model type 'r2d2', {spans_only_model}) does not "
+        "take the option head_decoding; its parse takes no options"
+    )
+    assert parse_calls == [] and not out.exists()
+
+
+def test_conllu_of_a_model_without_heads_is_one_error_after_the_first_batch(spans_only_model, parse_calls, tmp_path):
+    source, out = tmp_path / "in.txt", tmp_path / "out.conllu"
+    source.write_text("\n".join(LINES * 3) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", spans_only_model, "--conllu", "--batch-size", "2", "--input", str(source),
+              "--output", str(out)])
+    assert str(exit_info.value.code) == (
+        f"hf-structure parse: --conllu writes dependency heads, and the model {spans_only_model} gives none (its "
+        "parses have spans, tree); use the JSON output, --draw or --svg"
+    )
+    assert len(parse_calls) == 1 and not out.exists()  # the other 7 lines were never parsed

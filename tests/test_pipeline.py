@@ -400,3 +400,28 @@ def test_heads_are_a_tree_unless_the_argmax_rule_is_asked_for(parser):
     assert all(result["heads"].count(0) == 1 for result in per_word)  # the highest word is the root in every rule
     with pytest.raises(ValueError, match="head_decoding must be one of"):
         parser(TEXT, head_decoding="greedy")
+
+
+def test_an_option_the_model_does_not_take_is_a_clear_error_before_parsing(parser, tmp_path, monkeypatch):
+    from test_cli_parse import save_tiny_r2d2
+    from transformers import pipeline
+
+    folder = save_tiny_r2d2(tmp_path / "tiny-r2d2")
+    expected = (
+        f"R2D2Model (model type 'r2d2', {folder}) does not take the option head_decoding; its parse takes no options"
+    )
+    with pytest.raises(ValueError) as error_info:
+        pipeline("unsupervised-parsing", model=str(folder), head_decoding="eisner")
+    assert str(error_info.value) == expected
+    spans_only = pipeline("unsupervised-parsing", model=str(folder))
+    calls = []
+    monkeypatch.setattr(spans_only.model, "parse", lambda sentences, tokenizer: calls.append(sentences))
+    with pytest.raises(ValueError) as error_info:
+        spans_only(SENTENCES, batch_size=2, head_decoding="eisner")
+    assert str(error_info.value) == expected and calls == []
+
+    # What a model takes is read from its `parse`; one that takes `**options` checks them itself.
+    with pytest.raises(ValueError, match="not take the options pruning, decoding; its parse takes head_decoding, str"):
+        parser.check_parse_options({"head_decoding": "eisner", "pruning": "parser", "decoding": "chart"})
+    monkeypatch.setattr(parser.model, "parse", lambda sentences, tokenizer, **options: [])
+    parser.check_parse_options({"pruning": "parser"})

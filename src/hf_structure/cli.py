@@ -40,9 +40,11 @@ def _check_output(path: str | None, svg: str | None) -> None:
             raise _fail("parse", f"cannot write {target}: folder {Path(target).resolve().parent} does not exist")
 
 
-def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, options: dict) -> list[dict]:
+def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, options: dict,
+                 check_parse=None) -> list[dict]:
     """One result per line: a parse, `{"words": []}` for a blank line, or `{"words": ..., "error": ...}` for a line
-    that cannot be parsed. A batch that fails is retried item by item, so one bad line never costs the others."""
+    that cannot be parsed. A batch that fails is retried item by item, so one bad line never costs the others.
+    `check_parse(parse)` sees each parse as its batch comes back, so that it can stop the command early."""
     results: list[dict | None] = [None] * len(lines)
     pending = []
     for index, line in enumerate(lines):
@@ -73,6 +75,8 @@ def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, 
                 except (TypeError, ValueError, RuntimeError) as error:
                     parsed.append({"words": lines[single[0]].split(), "error": f"line {single[0] + 1}: {error}"})
         for (index, _), result in zip(chunk, parsed):
+            if check_parse and "error" not in result:
+                check_parse(result)
             results[index] = result
     return results
 
@@ -87,7 +91,7 @@ def _format(result: dict, output_format: str) -> str:
         return f"# error = {result['error']}\n\n" if "error" in result else "# empty line\n\n"
     if output_format == "conllu":
         return conllu_text(result)
-    return draw_text(result) + "\n"
+    return draw_text(result) + "\n\n"  # a blank line between sentences, as in CoNLL-U
 
 
 def _parse(args) -> None:
@@ -101,7 +105,20 @@ def _parse(args) -> None:
 
     parser = load_parser(args.model)
     options = {"head_decoding": args.head_decoding} if args.head_decoding else {}
-    results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options)
+    try:
+        parser.check_parse_options(options)
+    except ValueError as error:
+        raise _fail("parse", f"--head-decoding {args.head_decoding}: {error}") from None
+
+    def check_has_heads(parse):
+        # A model either gives heads or it does not: the first batch tells, and the other lines are not parsed.
+        if "heads" not in parse:
+            given = ", ".join(sorted(set(parse) - {"words"})) or "no structure"
+            raise _fail("parse", f"--conllu writes dependency heads, and the model {args.model} gives none (its "
+                                 f"parses have {given}); use the JSON output, --draw or --svg")
+
+    results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options,
+                           check_has_heads if args.conllu else None)
     output_format = "conllu" if args.conllu else "text" if args.draw else "json"
     with open(args.output, "w", encoding="utf-8") if args.output else contextlib.nullcontext(sys.stdout) as output:
         for result in results:

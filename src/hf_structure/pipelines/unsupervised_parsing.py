@@ -108,7 +108,8 @@ class UnsupervisedParsingPipeline(Pipeline):
     `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
     skips it; default: all the model gives), `keep_punctuation=False` (drop
     re-attached punctuation from the output), `return_scores=True` (the model's extras under `scores`),
-    `output_format="conllu"` (CoNLL-U text).
+    `output_format="conllu"` (CoNLL-U text). An option the model's `parse` does not take (e.g. `head_decoding` for
+    a model without heads) is a ValueError naming it, raised before anything is parsed.
     """
 
     _load_processor = False
@@ -140,6 +141,7 @@ class UnsupervisedParsingPipeline(Pipeline):
             preprocess["is_split_into_words"] = is_split_into_words
         if head_decoding is not None:  # the model says which decodings it knows
             forward["head_decoding"] = head_decoding
+        self.check_parse_options(forward)
         if keep_punctuation is not None:
             postprocess["keep_punctuation"] = keep_punctuation
         if return_scores is not None:
@@ -149,6 +151,23 @@ class UnsupervisedParsingPipeline(Pipeline):
                 raise ValueError(f"output_format must be 'json' or 'conllu', got {output_format!r}")
             postprocess["output_format"] = output_format
         return preprocess, forward, postprocess
+
+    def check_parse_options(self, options) -> None:
+        """A ValueError naming the options (keyword arguments of `model.parse`) the model does not take, the model,
+        and what it takes; read from `parse`'s signature, so it is raised before anything is parsed. A `parse` that
+        takes `**options` checks them itself."""
+        parameters = list(inspect.signature(self.model.parse).parameters.values())[2:]  # after sentences, tokenizer
+        if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+            return
+        accepted = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        unknown = [name for name in options if name not in accepted]
+        if unknown:
+            model = self.model
+            raise ValueError(
+                f"{type(model).__name__} (model type {model.config.model_type!r}, {model.name_or_path}) does not take "
+                f"the option{'s' * (len(unknown) > 1)} {', '.join(unknown)}; its parse takes "
+                + (", ".join(accepted) if accepted else "no options")
+            )
 
     def __call__(self, inputs, **kwargs):
         split = bool(kwargs.get("is_split_into_words"))
