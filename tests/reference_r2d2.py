@@ -248,6 +248,8 @@ def encode_pruned_chart_by_word_spans(
         node_of_span=node_of_span,
         roots=roots,
         compositions=compositions,
+        node_split_candidates=split_words[:next_id, : max(min(window, n - 1), 1)],
+        node_split_scores=split_scores[:next_id, : max(min(window, n - 1), 1)],
     )
 
 

@@ -107,16 +107,16 @@ def three_word_chart():
         node_states=torch.zeros(6, 1), node_log_p=torch.zeros(6), node_span=node_span,
         node_split=torch.tensor([-1, -1, -1, 0, 1, 1]), node_of_span=node_of_span, roots=torch.tensor([5]),
         compositions=torch.tensor([4]),
+        node_split_candidates=torch.tensor([[-1, -1]] * 3 + [[0, -1], [1, -1], [0, 1]]),
+        node_split_scores=torch.tensor([[0.0, 0.0]] * 5 + [[0.0, math.log(3)]]),
     )
-    candidates = torch.tensor([[-1, -1]] * 3 + [[0, -1], [1, -1], [0, 1]])
-    scores = torch.tensor([[0.0, 0.0]] * 5 + [[0.0, math.log(3)]])
-    return chart, candidates, scores
+    return chart
 
 
 def test_trees_drawn_from_a_chart_follow_its_split_distribution_and_are_whole_trees():
-    chart, candidates, scores = three_word_chart()
+    chart = three_word_chart()
     torch.manual_seed(0)
-    sentence, first, last, split = sample_chart_trees(chart, candidates, scores, num_samples=4000)
+    sentence, first, last, split = sample_chart_trees(chart, num_samples=4000)
     assert sentence.eq(0).all()
     roots = (first == 0) & (last == 2)
     assert roots.sum() == 4000  # one root per tree

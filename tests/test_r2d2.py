@@ -23,6 +23,9 @@ from hf_structure.structs.pruned_chart import encode_pruned_chart
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+TINY_PARSER = {"parser_embedding_size": 8, "parser_hidden_size": 8, "parser_num_layers": 2, "parser_tree_samples": 4}
+
+
 def tiny_model(window_size=4, **overrides) -> R2D2ForLanguageModeling:
     torch.manual_seed(0)
     config = R2D2Config(
@@ -102,7 +105,8 @@ def test_the_chart_equals_the_chart_before_issue_28(window, training):
         gradients.append(torch.autograd.grad(loss, [model.embed_tokens.weight, model.composition_score.weight]))
         charts.append(encoding)
     before, now = charts
-    for field in ("node_states", "node_log_p", "node_span", "node_split", "node_of_span", "roots", "compositions"):
+    for field in ("node_states", "node_log_p", "node_span", "node_split", "node_of_span", "roots", "compositions",
+                  "node_split_candidates", "node_split_scores"):
         assert torch.equal(getattr(before, field), getattr(now, field)), field
     for expected, actual in zip(*gradients):
         torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5 * float(expected.abs().max()))
@@ -213,16 +217,17 @@ def test_parse_gives_binary_trees_over_words(tmp_path):
         model.parse([["a"], []], tokenizer)
 
 
-@pytest.fixture(scope="module")
-def tiny_r2d2_folder(tmp_path_factory):
-    """A small untrained R2D2 with a word tokenizer over the PTB-sample's words, saved as a checkpoint folder."""
+@pytest.fixture(scope="module", params=["heuristic", "parser"])
+def tiny_r2d2_folder(tmp_path_factory, request):
+    """A small untrained R2D2 (each pruning) with a word tokenizer over the PTB-sample's words, saved as a folder."""
     from hf_structure.data.tokenization import build_word_tokenizer
 
-    folder = tmp_path_factory.mktemp("r2d2")
+    folder = tmp_path_factory.mktemp(f"r2d2-{request.param}")
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked at the man"])
     torch.manual_seed(0)
     config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
-                        num_composition_layers=1, window_size=2, parse_window_size=3)
+                        num_composition_layers=1, window_size=2, parse_window_size=3, pruning=request.param,
+                        **TINY_PARSER)
     R2D2ForLanguageModeling(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -240,6 +245,9 @@ def test_cli_evaluate_reports_f1_and_pseudo_perplexity(tiny_r2d2_folder, tmp_pat
     scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["sentences"] == 1921 and 0 < scores["sentence_f1"] < 100 and 0 < scores["corpus_f1"] < 100
     assert "uas" not in scores and scores["pppl"] > 1
+    # Fast-R2D2 reports the chart's tree beside its parser's (the default); the 2021 model has only the chart's.
+    pruning = json.loads((tiny_r2d2_folder / "config.json").read_text())["pruning"]
+    assert ("sentence_f1_chart" in scores) == (pruning == "parser")
     record = json.loads((tiny_r2d2_folder / "hf_structure_eval.json").read_text())
     assert record["sentence_f1"] == scores["sentence_f1"] and record["pppl"] == scores["pppl"]
 
@@ -274,3 +282,137 @@ print(result['tree'])
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines()[-1] == expected["tree"]
+
+
+# Fast-R2D2: parser pruning (issue #28).
+
+
+def binary_trees(start: int, end: int):
+    """Every binary tree over words start .. end - 1: (spans of two or more words, splits in top-down pre-order)."""
+    if end - start == 1:
+        yield [], []
+        return
+    for split in range(start + 1, end):
+        for left_spans, left_splits in binary_trees(start, split):
+            for right_spans, right_splits in binary_trees(split, end):
+                yield [(start, end), *left_spans, *right_spans], [split - 1, *left_splits, *right_splits]
+
+
+def chart_tree(chart, b=0):
+    """The spans of two or more words of the tree read from sentence b's root along the chosen splits."""
+    spans, stack = set(), [int(chart.roots[b])]
+    while stack:
+        node = stack.pop()
+        first, last = chart.node_span[node].tolist()
+        if first < last:
+            spans.add((first, last + 1))
+            split = int(chart.node_split[node])
+            stack += [int(chart.node_of_span[b, first, split]), int(chart.node_of_span[b, split + 1, last])]
+    return spans
+
+
+def merge_order_of(spans, n):
+    """A merge order that builds the tree of `spans`: its splits, smaller nodes first."""
+    order = sorted((end - start, split) for start, end in spans for split in [_split_of(spans, start, end)])
+    return torch.tensor([[split for _, split in order] + [-1] * (n - 1 - len(order))], dtype=torch.long)
+
+
+def _split_of(spans, start, end):
+    inner = [s for s in spans if start <= s[0] and s[1] <= end and s != (start, end)]
+    left_end = max([e for s, e in inner if s == start], default=start + 1)
+    return left_end - 1
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("n", range(2, 9))
+def test_with_the_reversed_split_order_of_a_tree_the_chart_merges_along_it(n):
+    """Every binary tree up to 8 words: a chart of window 1 given the reverse of the tree's top-down split order
+    builds exactly that tree (with window 1 each cell has one split, so its tree is its merges)."""
+    model = tiny_model(window_size=1).r2d2
+    ids, mask = batch_of([n])
+    leaves = model.embed_tokens(ids)
+    for spans, top_down in binary_trees(0, n):
+        order = torch.tensor([top_down[::-1]], dtype=torch.long)
+        chart = encode_pruned_chart(leaves, torch.tensor([n]), model.compose, model.choose_split, 1, merge_order=order)
+        assert chart_tree(chart) == set(spans)
+
+
+@torch.no_grad()
+def test_a_parser_that_proposes_a_tree_makes_the_model_merge_along_it(monkeypatch):
+    model = tiny_model(window_size=1, pruning="parser", **TINY_PARSER).r2d2
+    ids, mask = batch_of([7])
+    spans = {(0, 7), (0, 3), (1, 3), (3, 7), (3, 5), (5, 7)}
+    # Split scores whose top-down tree is `spans`: a node's split scores its span length.
+    scores = torch.tensor([[float(e - s) for k in range(6) for s, e in spans if _split_of(spans, s, e) == k]])
+    monkeypatch.setattr(model.split_parser, "forward", lambda input_ids, lengths: scores)
+    assert chart_tree(model(ids, mask).chart) == spans
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("pruning", ["heuristic", "parser"])
+def test_forced_encoding_of_the_chart_tree_gives_the_chart_root(pruning):
+    """Composing along the chart's best tree alone gives the chart's root representation and score."""
+    model = tiny_model(window_size=2, pruning=pruning, **TINY_PARSER).r2d2
+    lengths = [9, 1, 5, 12, 2]
+    ids, mask = batch_of(lengths)
+    chart = model(ids, mask).chart
+    orders = [merge_order_of(chart_tree(chart, b), max(lengths)) for b in range(len(lengths))]
+    forced = model.encode_tree(ids, mask, merge_order=torch.cat(orders))
+    for b in range(len(lengths)):
+        assert chart_tree(forced.chart, b) == chart_tree(chart, b)
+    assert torch.allclose(forced.root_states, chart.node_states[chart.roots], atol=1e-6)
+    assert forced.chart.compositions.tolist() == [n - 1 for n in lengths]
+
+
+@torch.no_grad()
+def test_forced_encoding_without_a_tree_follows_the_parser():
+    model = tiny_model(window_size=2, pruning="parser", **TINY_PARSER).r2d2
+    from hf_structure.data.tokenization import build_word_tokenizer
+
+    tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked"])
+    sentences = [["the", "old", "man", "sat", "on", "the", "bench"], ["a", "dog", "barked"]]
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt",
+                        return_token_type_ids=False)
+    forced = model.encode_tree(encoded["input_ids"], encoded["attention_mask"])
+    parses = model.parse(sentences, tokenizer)
+    assert [chart_tree(forced.chart, b) for b in range(2)] == [set(p["spans"]) for p in parses]
+
+
+def test_parser_pruning_trains_the_parser_by_its_own_loss_and_the_rest_by_the_language_model():
+    model = tiny_model(window_size=2, pruning="parser", **TINY_PARSER).train()
+    ids, mask = batch_of([4, 9, 13])
+    labels = ids.masked_fill(mask == 0, -100)
+    output = model(ids, mask, labels=labels)
+    assert torch.isclose(output.loss, output.lm_loss + output.parser_loss)
+    output.lm_loss.backward(retain_graph=True)
+    parser = [name for name, _ in model.named_parameters() if ".split_parser." in name]
+    assert parser and all(model.get_parameter(name).grad is None for name in parser)
+    assert model.get_parameter("r2d2.composition_score.weight").grad.abs().sum() > 0
+    model.zero_grad()
+    output.parser_loss.backward()
+    for name, parameter in model.named_parameters():
+        assert (parameter.grad is not None) == (name in parser), name
+    for name in ("r2d2.split_parser.score.3.weight", "r2d2.split_parser.lstm.weight_ih_l0",
+                 "r2d2.split_parser.lstm.weight_ih_l0_reverse", "r2d2.split_parser.embed_tokens.weight"):
+        assert model.get_parameter(name).grad.abs().sum() > 0, name
+    # Evaluation reports the language model's loss alone (its exp is the perplexity).
+    model.eval()
+    evaluated = model(ids, mask, labels=labels)
+    assert evaluated.parser_loss is None and torch.equal(evaluated.loss, evaluated.lm_loss)
+
+
+def test_tree_decodings_are_offered_by_pruning_with_one_clear_error():
+    from hf_structure.data.tokenization import build_word_tokenizer
+
+    tokenizer = build_word_tokenizer(["the old man sat on the bench"])
+    sentences = [["the", "old", "man", "sat", "on", "the", "bench"]]
+    fast = tiny_model(window_size=2, pruning="parser", **TINY_PARSER)
+    assert fast.config.tree_decoding == "parser"
+    parser_tree, chart_tree_ = (fast.parse(sentences, tokenizer, tree_decoding=m)[0] for m in ("parser", "chart"))
+    assert parser_tree["words"] == chart_tree_["words"] and len(parser_tree["spans"]) == len(chart_tree_["spans"]) == 6
+    heuristic = tiny_model(window_size=2)
+    assert heuristic.config.tree_decoding == "chart"
+    with pytest.raises(ValueError, match=r"one of \('chart',\) for this model \(pruning='heuristic'\), got 'parser'"):
+        heuristic.parse(sentences, tokenizer, tree_decoding="parser")
+    with pytest.raises(ValueError, match="tree_decoding must be 'chart', or 'parser' with parser pruning"):
+        R2D2Config(tree_decoding="parser")

@@ -7,6 +7,10 @@ model's own loss, AdamW, bf16 off) and its trees are scored with the package's s
 trees, beside the right- and left-branching baselines. Experiment script of the training record (README beside it).
 
     python docs/r2d2-ptb-training/toy_grammar.py --steps 600 --threads 1
+    python docs/r2d2-ptb-training/toy_grammar.py --pruning parser --seconds 300   # Fast-R2D2, 5 minutes
+
+With `--pruning parser` both trees are scored: the parser's (`parser`) and the chart's (`chart`). `--seconds` stops
+at a wall-clock budget instead of a step count, to compare variants at equal time.
 """
 
 import argparse
@@ -78,6 +82,13 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pruning", choices=["heuristic", "parser"], default="heuristic")
+    parser.add_argument("--parser-learning-rate", type=float, default=1e-2, help="the authors' 1e-2")
+    parser.add_argument("--parser-hidden-size", type=int, default=64)
+    parser.add_argument("--parser-layers", type=int, default=2)
+    parser.add_argument("--tree-samples", type=int, default=256, help="trees drawn from the chart (the authors' 256)")
+    parser.add_argument("--seconds", type=float, help="stop after this much training time instead of --steps")
+    parser.add_argument("--eval-every", type=int, default=100)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
@@ -87,15 +98,24 @@ def main() -> None:
     torch.manual_seed(args.seed)
     config = R2D2Config(vocab_size=len(tokenizer), hidden_size=args.hidden_size, num_attention_heads=4,
                         intermediate_size=4 * args.hidden_size, num_composition_layers=2, window_size=args.window,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pruning=args.pruning,
+                        parser_embedding_size=args.parser_hidden_size, parser_hidden_size=args.parser_hidden_size,
+                        parser_num_layers=args.parser_layers, parser_tree_samples=args.tree_samples)
     model = R2D2ForLanguageModeling(config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
+    parser_parameters = [p for name, p in model.named_parameters() if ".split_parser." in name]
+    other_parameters = [p for name, p in model.named_parameters() if ".split_parser." not in name]
+    optimizer = torch.optim.AdamW([{"params": other_parameters},
+                                   {"params": parser_parameters, "lr": args.parser_learning_rate}],
+                                  lr=args.learning_rate)
 
     def evaluate():
-        parses = model.parse([words for words, _ in test], tokenizer)
-        predicted = [scored_spans(map(tuple, p["spans"]), len(w)) for p, (w, _) in zip(parses, test)]
-        gold = [scored_spans(spans, len(w)) for w, spans in test]
-        return round(100 * unlabelled_f1(predicted, gold)["sentence_f1"], 2)
+        scores = {}
+        for decoding in config.reported_tree_decodings:
+            parses = model.parse([words for words, _ in test], tokenizer, tree_decoding=decoding)
+            predicted = [scored_spans(map(tuple, p["spans"]), len(w)) for p, (w, _) in zip(parses, test)]
+            gold = [scored_spans(spans, len(w)) for w, spans in test]
+            scores[decoding] = round(100 * unlabelled_f1(predicted, gold)["sentence_f1"], 2)
+        return scores
 
     gold = [scored_spans(spans, len(w)) for w, spans in test]
     for name, right in (("right-branching", True), ("left-branching", False)):
@@ -103,7 +123,9 @@ def main() -> None:
         print(f"{name}: sentence-F1 {100 * unlabelled_f1(baseline, gold)['sentence_f1']:.2f}")
     print(f"step 0: sentence-F1 {evaluate()}", flush=True)
     start = time.time()
-    for step in range(1, args.steps + 1):
+    step = 0
+    while (time.time() - start < args.seconds) if args.seconds else (step < args.steps):
+        step += 1
         batch = rng.sample(train, args.batch_size)
         encoded = tokenizer([" ".join(words) for words, _ in batch], padding=True, return_tensors="pt")
         labels = encoded["input_ids"].masked_fill(encoded["attention_mask"].eq(0), -100)
@@ -113,10 +135,14 @@ def main() -> None:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        if step % 100 == 0:
+        if step % args.eval_every == 0:
             model.eval()
-            print(f"step {step}: loss {loss.item():.3f}, sentence-F1 {evaluate()} ({time.time() - start:.0f} s)",
+            evaluation_began = time.time()
+            print(f"step {step}: loss {loss.item():.3f}, sentence-F1 {evaluate()} ({evaluation_began - start:.0f} s)",
                   flush=True)
+            start += time.time() - evaluation_began  # evaluation time does not count against --seconds
+    model.eval()
+    print(f"final, step {step}: sentence-F1 {evaluate()} ({time.time() - start:.0f} s of training)", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from transformers import TrainerCallback
 
 from ..data.treebanks import read_treebank
 from .metrics import left_head_share
-from .scoring import parse_word_lists, score_parses
+from .scoring import alternative_tree_decodings, parse_word_lists, score_parses
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +26,11 @@ class ParsingEvaluationCallback(TrainerCallback):
         words = [g.words for g in self.gold]
         parses = parse_word_lists(model, self.tokenizer, words, args.per_device_eval_batch_size)
         scores = score_parses(self.gold, parses)
+        for method in alternative_tree_decodings(model):  # e.g. Fast-R2D2's chart tree beside its parser's
+            alternative = parse_word_lists(model, self.tokenizer, words, args.per_device_eval_batch_size,
+                                           tree_decoding=method)
+            scored = score_parses(self.gold, [{"spans": p["spans"]} for p in alternative], suffix=f"_{method}")
+            scores.update({key: value for key, value in scored.items() if key != "sentences"})
         if all("heads" in p for p in parses):
             scores["head_on_left"] = round(100 * left_head_share([p["heads"] for p in parses]), 2)
         logged = {f"parse_{key}": value for key, value in scores.items() if key != "sentences"}

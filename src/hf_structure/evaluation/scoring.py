@@ -86,14 +86,26 @@ def alternative_decodings(model) -> list[str]:
     return [method for method in getattr(type(model.config), "reported_head_decodings", ()) if method != default]
 
 
+def alternative_tree_decodings(model) -> list[str]:
+    """The tree decodings a model's evaluation also reports (`sentence_f1_chart` ...): those its config names in
+    `reported_tree_decodings` (e.g. Fast-R2D2's parser tree and chart tree), other than its default one."""
+    default = getattr(model.config, "tree_decoding", None)
+    return [method for method in getattr(model.config, "reported_tree_decodings", ()) if method != default]
+
+
 def evaluate_model(model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64) -> dict:
-    """Scores with the model's default decoding, plus `<score>_argmax` for each alternative decoding."""
+    """Scores with the model's default decodings, plus `<score>_<method>` for each alternative head decoding
+    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...)."""
     words = [g.words for g in gold]
     scores = score_parses(gold, parse_word_lists(model, tokenizer, words, batch_size))
-    for method in alternative_decodings(model):
-        parses = parse_word_lists(model, tokenizer, words, batch_size, head_decoding=method)
-        alternative = score_parses(gold, [{"heads": p["heads"]} for p in parses], suffix=f"_{method}")
-        scores.update({key: value for key, value in alternative.items() if key != "sentences"})
+    for option, structure, methods in (
+        ("head_decoding", "heads", alternative_decodings(model)),
+        ("tree_decoding", "spans", alternative_tree_decodings(model)),
+    ):
+        for method in methods:
+            parses = parse_word_lists(model, tokenizer, words, batch_size, **{option: method})
+            alternative = score_parses(gold, [{structure: p[structure]} for p in parses], suffix=f"_{method}")
+            scores.update({key: value for key, value in alternative.items() if key != "sentences"})
     return scores
 
 

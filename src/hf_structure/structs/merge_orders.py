@@ -80,8 +80,9 @@ def encode_along_merges(
         merge_order: `(B, n - 1)` split positions, each after every split inside its node (see the module).
         compose: as in `encode_pruned_chart`.
 
-    Returns the nodes as a `ChartEncoding` with one split per node: `node_log_p` sums the composition
-    log-probabilities of the node's subtree, and `node_of_span` holds the tree's spans only.
+    Returns the nodes as a `ChartEncoding` with one split per node (its only candidate, scored by its log p~):
+    `node_log_p` sums the composition log-probabilities of the node's subtree, and `node_of_span` holds the tree's
+    spans only.
     """
     batch_size, n, dim = leaves.shape
     device = leaves.device
@@ -117,29 +118,29 @@ def encode_along_merges(
         node_of_span[rows, first[rows, at], last[rows, at]] = new_ids
         pending = pending & ~ready
 
+    node_split, node_log_p = torch.cat(node_split), torch.cat(log_p)
     return ChartEncoding(
         node_states=torch.cat(states),
-        node_log_p=torch.cat(log_p),
+        node_log_p=node_log_p,
         node_span=torch.cat(node_span),
-        node_split=torch.cat(node_split),
+        node_split=node_split,
         node_of_span=node_of_span,
         roots=node_of_span[batch, 0, lengths - 1],
         compositions=(lengths - 1).clamp(min=0),
+        node_split_candidates=node_split[:, None],
+        node_split_scores=node_log_p.detach().float().masked_fill(node_split < 0, float("-inf"))[:, None],
     )
 
 
 def sample_chart_trees(
-    chart: ChartEncoding, candidate_splits: torch.Tensor, candidate_scores: torch.Tensor, num_samples: int
+    chart: ChartEncoding, num_samples: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Draw `num_samples` trees per sentence from a chart's tree distribution, top-down: at each node, a split among
     the cell's candidates with probability softmax(candidate scores), then the two children, as Fast-R2D2 draws
     the parser's training targets.
 
     Args:
-        chart: the chart (its `node_span`, `node_of_span`, `roots`).
-        candidate_splits: `(N, window)` the last word of the left child of each node's candidate splits; -1 where
-            a node has fewer candidates (and at leaves).
-        candidate_scores: `(N, window)` their scores (log p~ of the split).
+        chart: the chart (its node spans, split candidates and their scores, `node_of_span`, `roots`).
         num_samples: trees per sentence.
 
     Returns `(sentence, first, last, split)`, four `(T,)` tensors: every internal node of every drawn tree, with the
@@ -156,9 +157,9 @@ def sample_chart_trees(
         sentence, frontier, first, last = sentence[internal], frontier[internal], first[internal], last[internal]
         if len(frontier) == 0:
             break
-        scores = candidate_scores[frontier].float().masked_fill(candidate_splits[frontier] < 0, float("-inf"))
+        scores = chart.node_split_scores[frontier].masked_fill(chart.node_split_candidates[frontier] < 0, float("-inf"))
         choice = torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(1)
-        split = candidate_splits[frontier, choice]
+        split = chart.node_split_candidates[frontier, choice]
         found.append((sentence, first, last, split))
         left = chart.node_of_span[sentence, first, split]
         right = chart.node_of_span[sentence, split + 1, last]

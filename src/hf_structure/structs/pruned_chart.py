@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 
 @dataclass
@@ -32,6 +33,9 @@ class ChartEncoding:
         node_of_span: `(B, n, n)` node id of words [i, j] (inclusive); -1 where the chart built no such node.
         roots: `(B,)` node id of each sentence's whole-sentence node.
         compositions: `(B,)` calls of the composition function per sentence.
+        node_split_candidates: `(N, k)` the last word of the left child of each of the node's candidate splits (k =
+            the window); -1 beyond a node's candidates and at leaves.
+        node_split_scores: `(N, k)` their scores, log p~ of the split (detached); -inf where there is no candidate.
     """
 
     node_states: torch.Tensor
@@ -41,6 +45,8 @@ class ChartEncoding:
     node_of_span: torch.Tensor
     roots: torch.Tensor
     compositions: torch.Tensor
+    node_split_candidates: torch.Tensor
+    node_split_scores: torch.Tensor
 
 
 def encode_pruned_chart(
@@ -49,6 +55,7 @@ def encode_pruned_chart(
     compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     choose_split: Callable[[torch.Tensor], torch.Tensor],
     window: int,
+    merge_order: torch.Tensor | None = None,
 ) -> ChartEncoding:
     """Encode sentences bottom-up along the pruned chart.
 
@@ -61,6 +68,10 @@ def encode_pruned_chart(
             at evaluation; a straight-through Gumbel sample in training). A cell is the weighted sum over its splits.
         window: the number of chart rows filled as in CKY (the paper's m). With `window >= n - 1` nothing is pruned
             and the chart is plain CKY.
+        merge_order: `(B, n - 1)` Fast-R2D2's merges: each sentence's split positions (split k lies between words k
+            and k + 1), a permutation of its splits padded with -1 (see `merge_orders`). The chart's i-th merge
+            joins the terminals on both sides of the sentence's i-th split, instead of the paper's rule; the merges
+            a window leaves to the chart's top rows are not taken from it.
 
     Cell scores follow the paper: the log p~ of a split is its composition log p plus its children's log p~. A node
     that has been merged into a terminal passes its log p~ on detached, as the authors' code does. The merge rule
@@ -100,6 +111,8 @@ def encode_pruned_chart(
     states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
     spans = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
     splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
+    candidate_splits = [torch.full((batch_size * n, max(top, 1)), -1, dtype=torch.long, device=device)]
+    candidate_scores = [torch.full((batch_size * n, max(top, 1)), float("-inf"), device=device)]
     next_id = batch_size * n
     compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
 
@@ -107,7 +120,7 @@ def encode_pruned_chart(
     width = n  # table positions: at least the most terminals any sentence has
     cell_node = torch.full((batch_size, n, heights), -1, dtype=torch.long, device=device)
     cell_node[:, :, 0] = leaf_ids
-    cell_state = torch.nn.functional.pad(leaves[:, :, None], (0, 0, 0, top))
+    cell_state = F.pad(leaves[:, :, None], (0, 0, 0, top))
     cell_log_p = leaves.new_zeros(batch_size, n, heights)
     cell_own_log_p = torch.zeros(batch_size, n, heights, device=device)
     cell_split_scores = torch.full((batch_size, n, heights, max(top, 1)), float("-inf"), device=device)
@@ -146,6 +159,10 @@ def encode_pruned_chart(
         log_p.append(new_log_p)
         spans.append(torch.stack([first_word, last_word], 1))
         splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
+        padding = (0, len(splits_of_cells) - height)
+        candidate_splits.append(F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding,
+                                      value=-1))
+        candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
         compositions += torch.bincount(rows, minlength=batch_size) * height
 
     # The lowest rows, as in CKY.
@@ -159,7 +176,11 @@ def encode_pruned_chart(
     terminals = lengths.clone()
     for _ in range(int(lengths.max()) - top - 1):
         merging = terminals > top + 1
-        at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
+        if merge_order is None:
+            at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
+        else:  # the terminal that ends at the sentence's next split
+            split = merge_order[batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
+            at = (term_last[:, :width] == split[:, None]).long().argmax(-1)
         at = torch.where(merging, at, n + top)  # beyond every cell: the tables stay as they are
         terminals = terminals - merging.long()
         width -= 1  # the longest sentences merge at every step
@@ -196,6 +217,8 @@ def encode_pruned_chart(
         node_of_span=node_of_span,
         roots=node_of_span[batch, 0, lengths - 1],
         compositions=compositions,
+        node_split_candidates=torch.cat(candidate_splits),
+        node_split_scores=torch.cat(candidate_scores),
     )
 
 
@@ -223,8 +246,8 @@ def _choose_merge(
     not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
     score = (
         bigram_log_p
-        + torch.nn.functional.pad(not_neighbour[:, :-1], (1, 0))
-        + torch.nn.functional.pad(not_neighbour[:, 1:], (0, 1))
+        + F.pad(not_neighbour[:, :-1], (1, 0))
+        + F.pad(not_neighbour[:, 1:], (0, 1))
     )
     score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
     return score.argmax(-1)

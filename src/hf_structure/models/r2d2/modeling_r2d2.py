@@ -8,12 +8,17 @@ The chart is pruned (`encode_pruned_chart`) so that the compositions grow linear
 training objective is a bidirectional language model: each word is predicted, through the same composition
 function, from the chart's longest nodes to its left and to its right.
 
+With `pruning="parser"` the model is Fast-R2D2 (Hu, Mi, Li, de Melo; EMNLP 2022): a top-down parser (a BiLSTM) scores
+the sentence's splits, the chart merges in the reverse of its split order instead of by the 2021 rule, and the
+parser learns from trees drawn from the chart. It parses on its own, and `encode_tree` composes along its tree
+only (n - 1 compositions).
+
 This file is self-contained (torch and transformers only) so that a saved folder loads with `trust_remote_code=True`
 where `hf_structure` is not installed. Blocks marked `# Copied from` are generated from `hf_structure.structs` by
 `scripts/fix_copies.py`; a test fails when they differ.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -96,6 +101,9 @@ class ChartEncoding:
         node_of_span: `(B, n, n)` node id of words [i, j] (inclusive); -1 where the chart built no such node.
         roots: `(B,)` node id of each sentence's whole-sentence node.
         compositions: `(B,)` calls of the composition function per sentence.
+        node_split_candidates: `(N, k)` the last word of the left child of each of the node's candidate splits (k =
+            the window); -1 beyond a node's candidates and at leaves.
+        node_split_scores: `(N, k)` their scores, log p~ of the split (detached); -inf where there is no candidate.
     """
 
     node_states: torch.Tensor
@@ -105,6 +113,8 @@ class ChartEncoding:
     node_of_span: torch.Tensor
     roots: torch.Tensor
     compositions: torch.Tensor
+    node_split_candidates: torch.Tensor
+    node_split_scores: torch.Tensor
 
 
 # Copied from hf_structure.structs.pruned_chart.encode_pruned_chart
@@ -114,6 +124,7 @@ def encode_pruned_chart(
     compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     choose_split: Callable[[torch.Tensor], torch.Tensor],
     window: int,
+    merge_order: torch.Tensor | None = None,
 ) -> ChartEncoding:
     """Encode sentences bottom-up along the pruned chart.
 
@@ -126,6 +137,10 @@ def encode_pruned_chart(
             at evaluation; a straight-through Gumbel sample in training). A cell is the weighted sum over its splits.
         window: the number of chart rows filled as in CKY (the paper's m). With `window >= n - 1` nothing is pruned
             and the chart is plain CKY.
+        merge_order: `(B, n - 1)` Fast-R2D2's merges: each sentence's split positions (split k lies between words k
+            and k + 1), a permutation of its splits padded with -1 (see `merge_orders`). The chart's i-th merge
+            joins the terminals on both sides of the sentence's i-th split, instead of the paper's rule; the merges
+            a window leaves to the chart's top rows are not taken from it.
 
     Cell scores follow the paper: the log p~ of a split is its composition log p plus its children's log p~. A node
     that has been merged into a terminal passes its log p~ on detached, as the authors' code does. The merge rule
@@ -165,6 +180,8 @@ def encode_pruned_chart(
     states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
     spans = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
     splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
+    candidate_splits = [torch.full((batch_size * n, max(top, 1)), -1, dtype=torch.long, device=device)]
+    candidate_scores = [torch.full((batch_size * n, max(top, 1)), float("-inf"), device=device)]
     next_id = batch_size * n
     compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
 
@@ -172,7 +189,7 @@ def encode_pruned_chart(
     width = n  # table positions: at least the most terminals any sentence has
     cell_node = torch.full((batch_size, n, heights), -1, dtype=torch.long, device=device)
     cell_node[:, :, 0] = leaf_ids
-    cell_state = torch.nn.functional.pad(leaves[:, :, None], (0, 0, 0, top))
+    cell_state = F.pad(leaves[:, :, None], (0, 0, 0, top))
     cell_log_p = leaves.new_zeros(batch_size, n, heights)
     cell_own_log_p = torch.zeros(batch_size, n, heights, device=device)
     cell_split_scores = torch.full((batch_size, n, heights, max(top, 1)), float("-inf"), device=device)
@@ -211,6 +228,10 @@ def encode_pruned_chart(
         log_p.append(new_log_p)
         spans.append(torch.stack([first_word, last_word], 1))
         splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
+        padding = (0, len(splits_of_cells) - height)
+        candidate_splits.append(F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding,
+                                      value=-1))
+        candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
         compositions += torch.bincount(rows, minlength=batch_size) * height
 
     # The lowest rows, as in CKY.
@@ -224,7 +245,11 @@ def encode_pruned_chart(
     terminals = lengths.clone()
     for _ in range(int(lengths.max()) - top - 1):
         merging = terminals > top + 1
-        at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
+        if merge_order is None:
+            at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
+        else:  # the terminal that ends at the sentence's next split
+            split = merge_order[batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
+            at = (term_last[:, :width] == split[:, None]).long().argmax(-1)
         at = torch.where(merging, at, n + top)  # beyond every cell: the tables stay as they are
         terminals = terminals - merging.long()
         width -= 1  # the longest sentences merge at every step
@@ -261,6 +286,8 @@ def encode_pruned_chart(
         node_of_span=node_of_span,
         roots=node_of_span[batch, 0, lengths - 1],
         compositions=compositions,
+        node_split_candidates=torch.cat(candidate_splits),
+        node_split_scores=torch.cat(candidate_scores),
     )
 
 
@@ -289,8 +316,8 @@ def _choose_merge(
     not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
     score = (
         bigram_log_p
-        + torch.nn.functional.pad(not_neighbour[:, :-1], (1, 0))
-        + torch.nn.functional.pad(not_neighbour[:, 1:], (0, 1))
+        + F.pad(not_neighbour[:, :-1], (1, 0))
+        + F.pad(not_neighbour[:, 1:], (0, 1))
     )
     score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
     return score.argmax(-1)
@@ -301,25 +328,241 @@ class R2D2ModelOutput(ModelOutput):
     """
     Args:
         root_states: `(B, d)` representation of each sentence's whole-sentence node.
-        chart: every node of the batch's charts (`ChartEncoding`).
+        chart: every node of the batch's charts (`ChartEncoding`), or of their trees after `encode_tree`.
+        split_scores: `(B, n - 1)` the top-down parser's split scores (parser pruning only).
     """
 
     root_states: torch.Tensor | None = None
     chart: ChartEncoding | None = None
+    split_scores: torch.Tensor | None = None
 
 
 @dataclass
 class R2D2LanguageModelingOutput(ModelOutput):
     """
     Args:
-        loss: mean cross-entropy of the predicted words (those with a label other than -100).
+        loss: mean cross-entropy of the predicted words (those with a label other than -100), plus in training with
+            parser pruning the parser's loss.
         logits: `(P, vocab)` for the P predicted words when labels are given, else `(B, n, vocab)` for every word.
         root_states: `(B, d)` as in `R2D2ModelOutput`.
+        lm_loss: the language-model part of `loss`.
+        parser_loss: the top-down parser's cross-entropy against trees drawn from the chart (training with parser
+            pruning).
     """
 
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
     root_states: torch.Tensor | None = None
+    lm_loss: torch.Tensor | None = None
+    parser_loss: torch.Tensor | None = None
+
+
+# Copied from hf_structure.structs.merge_orders.merge_order_from_split_scores
+def merge_order_from_split_scores(split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """`(B, n - 1)` split scores (anything past a sentence's last split is ignored) -> the merge order of their
+    tree: the splits by ascending score. Of equal scores the leftmost is the higher node (as `argmax` splits
+    top-down), so it merges last."""
+    batch_size, num_splits = split_scores.shape
+    positions = torch.arange(num_splits, device=split_scores.device)
+    real = positions[None, :] < (lengths[:, None] - 1)
+    keys = split_scores.detach().float().masked_fill(~real, float("inf"))
+    # A stable sort of the splits taken right to left puts the rightmost of equal scores first.
+    order = num_splits - 1 - torch.sort(keys.flip(-1), dim=-1, stable=True).indices
+    return order.masked_fill(~real, -1)
+
+
+# Copied from hf_structure.structs.merge_orders.check_merge_order
+def check_merge_order(merge_order: torch.Tensor, lengths: torch.Tensor) -> None:
+    """Raise ValueError naming the first sentence whose merge order does not hold each of its splits exactly once
+    (then -1 padding)."""
+    num_splits = merge_order.size(1)
+    positions = torch.arange(num_splits, device=merge_order.device)
+    real = positions[None, :] < (lengths[:, None] - 1)
+    ascending = torch.where(real, merge_order, num_splits).sort(dim=-1).values
+    wrong = ~torch.where(real, ascending == positions, merge_order == -1).all(-1)
+    if wrong.any():
+        b = int(wrong.nonzero()[0])
+        raise ValueError(f"sentence {b}: the merge order {merge_order[b].tolist()} is not a permutation of its "
+                         f"{int(lengths[b]) - 1} splits followed by -1")
+
+
+# Copied from hf_structure.structs.merge_orders.split_spans
+def split_spans(merge_order: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(first, last)`, each `(B, n - 1)` and indexed by split position: the first and last word of the node each
+    split makes. The node of split k reaches left up to the nearest split merged after k, and right likewise."""
+    batch_size, num_splits = merge_order.shape
+    device = merge_order.device
+    positions = torch.arange(num_splits, device=device)
+    real = positions[None, :] < (lengths[:, None] - 1)
+    if num_splits == 0:
+        return merge_order.clone(), merge_order.clone()
+    # rank[b, k]: when split k merges; padding entries go to a spare last column, and padding splits merge last.
+    rank = torch.full((batch_size, num_splits + 1), num_splits, dtype=torch.long, device=device)
+    rank.scatter_(1, torch.where(real, merge_order, num_splits), positions.expand(batch_size, -1).clone())
+    rank = rank[:, :num_splits].masked_fill(~real, num_splits)
+    later = rank[:, None, :] > rank[:, :, None]  # [b, k, j]: split j merges after split k
+    before = positions[None, :] < positions[:, None]  # [k, j]: j < k
+    left_bound = torch.where(later & before, positions, -1).amax(-1)  # the nearest later split on the left
+    right_bound = torch.where(later & ~before & (positions[None, :] != positions[:, None]), positions, num_splits)
+    right_bound = right_bound.amin(-1).minimum(lengths[:, None] - 1)
+    return left_bound + 1, right_bound
+
+
+# Copied from hf_structure.structs.merge_orders.encode_along_merges
+def encode_along_merges(
+    leaves: torch.Tensor,
+    lengths: torch.Tensor,
+    merge_order: torch.Tensor,
+    compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+) -> ChartEncoding:
+    """Fast-R2D2's forced encoding: compose only along the tree of `merge_order`, n - 1 compositions a sentence,
+    every node whose children are ready (one level of the tree, over the whole batch) in one `compose` call.
+
+    Args:
+        leaves: `(B, n, d)` word representations.
+        lengths: `(B,)` words per sentence, at least 1.
+        merge_order: `(B, n - 1)` split positions, each after every split inside its node (see the module).
+        compose: as in `encode_pruned_chart`.
+
+    Returns the nodes as a `ChartEncoding` with one split per node (its only candidate, scored by its log p~):
+    `node_log_p` sums the composition log-probabilities of the node's subtree, and `node_of_span` holds the tree's
+    spans only.
+    """
+    batch_size, n, dim = leaves.shape
+    device = leaves.device
+    batch = torch.arange(batch_size, device=device)
+    positions = torch.arange(n, device=device)
+    lengths = lengths.to(device)
+    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
+    real_word = positions[None, :] < lengths[:, None]
+    node_of_span[:, positions, positions] = torch.where(real_word, batch[:, None] * n + positions, -1)
+    node_span = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
+    node_split = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
+    states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
+    next_id = batch_size * n
+
+    check_merge_order(merge_order, lengths)
+    first, last = split_spans(merge_order, lengths)
+    splits = positions[: n - 1]
+    pending = splits[None, :] < (lengths[:, None] - 1)
+    while pending.any():
+        left_ids = node_of_span[batch[:, None], first, splits[None, :]]
+        right_ids = node_of_span[batch[:, None], (splits + 1)[None, :], last]
+        ready = pending & (left_ids >= 0) & (right_ids >= 0)
+        rows, at = ready.nonzero(as_tuple=True)
+        all_states, all_log_p = torch.cat(states), torch.cat(log_p)
+        left, right = left_ids[rows, at], right_ids[rows, at]
+        composed, composition_log_p = compose(all_states[left], all_states[right])
+        new_ids = torch.arange(next_id, next_id + len(rows), device=device)
+        next_id += len(rows)
+        states.append(composed.to(leaves.dtype))
+        log_p.append((composition_log_p + all_log_p[left] + all_log_p[right]).to(leaves.dtype))
+        node_span.append(torch.stack([first[rows, at], last[rows, at]], dim=-1))
+        node_split.append(at)
+        node_of_span[rows, first[rows, at], last[rows, at]] = new_ids
+        pending = pending & ~ready
+
+    node_split, node_log_p = torch.cat(node_split), torch.cat(log_p)
+    return ChartEncoding(
+        node_states=torch.cat(states),
+        node_log_p=node_log_p,
+        node_span=torch.cat(node_span),
+        node_split=node_split,
+        node_of_span=node_of_span,
+        roots=node_of_span[batch, 0, lengths - 1],
+        compositions=(lengths - 1).clamp(min=0),
+        node_split_candidates=node_split[:, None],
+        node_split_scores=node_log_p.detach().float().masked_fill(node_split < 0, float("-inf"))[:, None],
+    )
+
+
+# Copied from hf_structure.structs.merge_orders.sample_chart_trees
+def sample_chart_trees(
+    chart: ChartEncoding, num_samples: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draw `num_samples` trees per sentence from a chart's tree distribution, top-down: at each node, a split among
+    the cell's candidates with probability softmax(candidate scores), then the two children, as Fast-R2D2 draws
+    the parser's training targets.
+
+    Args:
+        chart: the chart (its node spans, split candidates and their scores, `node_of_span`, `roots`).
+        num_samples: trees per sentence.
+
+    Returns `(sentence, first, last, split)`, four `(T,)` tensors: every internal node of every drawn tree, with the
+    word it splits after.
+    """
+    batch_size = chart.roots.size(0)
+    device = chart.roots.device
+    sentence = torch.arange(batch_size, device=device).repeat_interleave(num_samples)
+    frontier = chart.roots.repeat_interleave(num_samples)
+    found = []
+    while True:
+        first, last = chart.node_span[frontier].unbind(-1)
+        internal = last > first
+        sentence, frontier, first, last = sentence[internal], frontier[internal], first[internal], last[internal]
+        if len(frontier) == 0:
+            break
+        scores = chart.node_split_scores[frontier].masked_fill(chart.node_split_candidates[frontier] < 0, float("-inf"))
+        choice = torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(1)
+        split = chart.node_split_candidates[frontier, choice]
+        found.append((sentence, first, last, split))
+        left = chart.node_of_span[sentence, first, split]
+        right = chart.node_of_span[sentence, split + 1, last]
+        sentence = torch.cat([sentence, sentence])
+        frontier = torch.cat([left, right])
+    return tuple(torch.cat(column) for column in zip(*found)) if found else (torch.empty(0, dtype=torch.long),) * 4
+
+
+# Copied from hf_structure.structs.merge_orders.split_cross_entropy
+def split_cross_entropy(
+    split_scores: torch.Tensor,
+    sentence: torch.Tensor,
+    first: torch.Tensor,
+    last: torch.Tensor,
+    split: torch.Tensor,
+    lengths: torch.Tensor,
+    num_samples: int,
+) -> torch.Tensor:
+    """The top-down parser's loss against trees drawn from the chart (`sample_chart_trees`): at every drawn node,
+    -log softmax over the span's splits (first .. last - 1) of the drawn split's score; summed over a tree, divided by
+    the sentence's length (as the authors' code), averaged over sentences and samples. A Monte-Carlo estimate of the
+    cross-entropy from the chart's tree distribution to the parser's (KL up to the chart's entropy)."""
+    num_splits = split_scores.size(1)
+    positions = torch.arange(num_splits, device=split_scores.device)
+    in_span = (positions[None, :] >= first[:, None]) & (positions[None, :] < last[:, None])
+    node_scores = split_scores[sentence].float().masked_fill(~in_span, float("-inf"))
+    log_p = node_scores.gather(1, split[:, None]).squeeze(1) - torch.logsumexp(node_scores, dim=-1)
+    per_node = -log_p / lengths[sentence].float()
+    return per_node.sum() / (lengths.size(0) * num_samples)
+
+
+# Copied from hf_structure.structs.trees.distances_to_spans
+def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
+    """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
+    `(start, end)` spans, end exclusive, root first (then each left subtree before its right), words (length-1 spans)
+    included. Ties go to the leftmost split, as `argmax` does.
+
+    The tree is the splits' Cartesian tree, built left to right with a stack in O(n) (searching each span for its
+    largest split is O(n^2) on skewed trees): a split's left child is the last split it pops, and it becomes the
+    right child of the split left on the stack; a split pops only strictly smaller ones, so of equal splits the
+    leftmost ends on top."""
+    left, right = [-1] * len(distances), [-1] * len(distances)
+    stack: list[int] = []
+    for split, distance in enumerate(distances):
+        while stack and distances[stack[-1]] < distance:
+            left[split] = stack.pop()
+        if stack:
+            right[stack[-1]] = split
+        stack.append(split)
+    spans = []
+    pending = [(stack[0] if stack else -1, 0, len(distances) + 1)]  # (split at the top of the span or -1, span)
+    while pending:
+        split, start, end = pending.pop()
+        spans.append((start, end))
+        if split >= 0:
+            pending.append((right[split], split + 1, end))
+            pending.append((left[split], start, split + 1))
+    return spans
 
 
 # Copied from hf_structure.data.tokenization.encode_words
@@ -390,6 +633,42 @@ class R2D2CompositionLayer(nn.Module):
         return self.feed_forward_norm(hidden + self.dropout(self.feed_forward(hidden)))
 
 
+class R2D2SplitParser(nn.Module):
+    """Fast-R2D2's top-down parser: a BiLSTM over its own word embeddings; the score of split k (between words k and
+    k + 1) is an MLP of the forward state of word k and the backward state of word k + 1, each layer-normalised (as
+    the authors' released code)."""
+
+    def __init__(self, config: R2D2Config):
+        super().__init__()
+        hidden = config.parser_hidden_size
+        self.embed_tokens = nn.Embedding(
+            config.vocab_size, config.parser_embedding_size, padding_idx=config.pad_token_id
+        )
+        self.lstm = nn.LSTM(
+            config.parser_embedding_size,
+            hidden,
+            num_layers=config.parser_num_layers,
+            batch_first=True,
+            bidirectional=True,
+            dropout=config.hidden_dropout_prob if config.parser_num_layers > 1 else 0.0,
+        )
+        self.norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
+        self.score = nn.Sequential(
+            nn.Linear(2 * hidden, hidden), nn.GELU(), nn.Dropout(config.hidden_dropout_prob), nn.Linear(hidden, 1)
+        )
+
+    def forward(self, input_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """`(B, n)` word ids and `(B,)` lengths -> `(B, n - 1)` split scores (meaningless past a sentence's end)."""
+        packed = nn.utils.rnn.pack_padded_sequence(
+            self.embed_tokens(input_ids), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        states, _ = self.lstm(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=input_ids.size(1))
+        forward_states, backward_states = self.norm(states.unflatten(-1, (2, -1))).unbind(-2)
+        pairs = torch.cat([forward_states[:, :-1], backward_states[:, 1:]], dim=-1)
+        return self.score(pairs).squeeze(-1)
+
+
 class R2D2PreTrainedModel(PreTrainedModel):
     config_class = R2D2Config
     config: R2D2Config
@@ -427,6 +706,7 @@ class R2D2Model(R2D2PreTrainedModel):
         self.mix_weights = nn.Linear(config.hidden_size, 2)
         self.composition_score = nn.Linear(config.hidden_size, 1)
         self.node_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, elementwise_affine=False)
+        self.split_parser = R2D2SplitParser(config) if config.pruning == "parser" else None
         self.post_init()
 
     def get_input_embeddings(self):
@@ -464,13 +744,20 @@ class R2D2Model(R2D2PreTrainedModel):
             return F.gumbel_softmax(scores.float(), tau=self.config.gumbel_temperature, hard=True)
         return F.one_hot(scores.argmax(-1), scores.size(-1)).to(scores.dtype)
 
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.Tensor | None = None,
-        window_size: int | None = None,
-        **kwargs,
-    ) -> R2D2ModelOutput:
+    def split_scores(self, input_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """`(B, n - 1)` the top-down parser's split scores (parser pruning only)."""
+        if self.split_parser is None:
+            raise ValueError("this R2D2 has no top-down parser (pruning='heuristic'); pruning='parser' has one")
+        return self.split_parser(input_ids, lengths)
+
+    def parser_merge_order(self, split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The merge order of the parser's tree; in training, of a tree drawn from the parser (Gumbel noise on the
+        scores, as the authors' code)."""
+        if self.training:
+            split_scores = split_scores - torch.empty_like(split_scores).exponential_().log()
+        return merge_order_from_split_scores(split_scores, lengths)
+
+    def _lengths(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
         if attention_mask is None:
@@ -478,14 +765,47 @@ class R2D2Model(R2D2PreTrainedModel):
         lengths = attention_mask.sum(-1)
         if bool((lengths == 0).any()):
             raise ValueError("every sentence needs at least one token")
+        return lengths
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        window_size: int | None = None,
+        **kwargs,
+    ) -> R2D2ModelOutput:
+        """The pruned chart over the batch; with parser pruning, merging along the parser's tree."""
+        lengths = self._lengths(input_ids, attention_mask)
+        split_scores = merge_order = None
+        if self.split_parser is not None:
+            split_scores = self.split_scores(input_ids, lengths)
+            merge_order = self.parser_merge_order(split_scores.detach(), lengths)
         chart = encode_pruned_chart(
             self.embed_tokens(input_ids),
             lengths,
             self.compose,
             self.choose_split,
             window_size or self.config.window_size,
+            merge_order=merge_order,
         )
-        return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart)
+        return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
+
+    def encode_tree(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        merge_order: torch.Tensor | None = None,
+    ) -> R2D2ModelOutput:
+        """Fast-R2D2's forced encoding: compose along one tree only (n - 1 compositions a sentence), the tree of
+        `merge_order` (`(B, n - 1)`, see `merge_order_from_split_scores`) or else the parser's."""
+        lengths = self._lengths(input_ids, attention_mask)
+        split_scores = None
+        if merge_order is None:
+            split_scores = self.split_scores(input_ids, lengths)
+            merge_order = merge_order_from_split_scores(split_scores, lengths)
+        chart = encode_along_merges(self.embed_tokens(input_ids), lengths, merge_order.to(input_ids.device),
+                                    self.compose)
+        return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
 
     def context_states(self, chart: ChartEncoding, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """`(B, n, d)` left and right context of every word: the longest node the chart built that ends just before
@@ -514,22 +834,35 @@ class R2D2Model(R2D2PreTrainedModel):
         return self.config.max_parse_words
 
     @torch.no_grad()
-    def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
+    def parse(self, sentences: list[list[str]], tokenizer, tree_decoding: str | None = None) -> list[dict]:
         """Parse a batch of sentences given as words (one token per word, as in the training text).
 
         Returns one dict per sentence: `words` and `spans`, the binary tree's constituents of two or more words
-        (0-based `[start, end)`, top-down), read from the whole-sentence node along the chosen splits, with the chart
-        pruned at `config.parse_window_size`. Raises ValueError naming the sentence when one cannot be parsed.
+        (0-based `[start, end)`, top-down). `tree_decoding` (default `config.tree_decoding`): `"chart"` reads the
+        tree from the whole-sentence node along the chosen splits, with the chart pruned at
+        `config.parse_window_size`; `"parser"` (parser pruning only) is the top-down parser's tree, split at the
+        highest score, with no composition at all. Raises ValueError naming the sentence when one cannot be parsed.
         """
+        method = tree_decoding or self.config.tree_decoding
+        if method not in self.config.reported_tree_decodings:
+            raise ValueError(
+                f"tree_decoding must be one of {self.config.reported_tree_decodings} for this model "
+                f"(pruning={self.config.pruning!r}), got {method!r}"
+            )
         encoded = encode_words(sentences, tokenizer, self.config.max_parse_words)
+        input_ids, attention_mask = encoded["input_ids"].to(self.device), encoded["attention_mask"].to(self.device)
         was_training = self.training
         self.eval()
         try:
-            chart = self(
-                encoded["input_ids"].to(self.device),
-                encoded["attention_mask"].to(self.device),
-                window_size=self.config.parse_window_size,
-            ).chart
+            if method == "parser":
+                lengths = attention_mask.sum(-1)
+                scores = self.split_scores(input_ids, lengths).float().tolist()
+                return [
+                    {"words": list(words), "spans": [span for span in distances_to_spans(row[: len(words) - 1])
+                                                     if span[1] - span[0] > 1]}
+                    for words, row in zip(sentences, scores)
+                ]
+            chart = self(input_ids, attention_mask, window_size=self.config.parse_window_size).chart
         finally:
             self.train(was_training)
         splits = chart.node_split.tolist()
@@ -591,14 +924,26 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         outputs = self.r2d2(input_ids, attention_mask)
-        left, right = self.r2d2.context_states(outputs.chart, attention_mask.sum(-1))
+        lengths = attention_mask.sum(-1)
+        left, right = self.r2d2.context_states(outputs.chart, lengths)
         if labels is None:
             logits = self.predict_words(left.flatten(0, 1), right.flatten(0, 1)).view(*input_ids.shape, -1)
             return R2D2LanguageModelingOutput(logits=logits, root_states=outputs.root_states)
         predicted = labels.ne(-100)
         logits = self.predict_words(left[predicted], right[predicted])
-        loss = masked_lm_cross_entropy(logits, labels[predicted])
-        return R2D2LanguageModelingOutput(loss=loss, logits=logits, root_states=outputs.root_states)
+        loss = lm_loss = masked_lm_cross_entropy(logits, labels[predicted])
+        parser_loss = None
+        if outputs.split_scores is not None and self.training:
+            # The parser learns from the chart alone (the drawn trees are discrete), the chart nothing from the
+            # parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do. Evaluation
+            # leaves it out, so that the eval loss stays the language model's (its exp the perplexity).
+            samples = self.config.parser_tree_samples
+            targets = sample_chart_trees(outputs.chart, samples)
+            parser_loss = split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
+            loss = loss + parser_loss
+        return R2D2LanguageModelingOutput(
+            loss=loss, logits=logits, root_states=outputs.root_states, lm_loss=lm_loss, parser_loss=parser_loss
+        )
 
     @torch.no_grad()
     def pseudo_log_likelihood(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -634,9 +979,9 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     def max_parse_words(self) -> int:
         return self.r2d2.max_parse_words
 
-    def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
+    def parse(self, sentences: list[list[str]], tokenizer, tree_decoding: str | None = None) -> list[dict]:
         """See `R2D2Model.parse`."""
-        return self.r2d2.parse(sentences, tokenizer)
+        return self.r2d2.parse(sentences, tokenizer, tree_decoding)
 
 
 __all__ = ["R2D2ForLanguageModeling", "R2D2Model", "R2D2PreTrainedModel", "encode_pruned_chart"]
