@@ -27,7 +27,7 @@ def model(tmp_path_factory) -> str:
 
 def save_tiny_r2d2(folder: Path) -> Path:
     """A tiny random R2D2 with a word tokenizer: a model whose parses give spans and no heads, and whose `parse`
-    takes no options."""
+    takes no `head_decoding`."""
     import torch
 
     from hf_structure import R2D2Config, R2D2ForLanguageModeling
@@ -248,14 +248,19 @@ def test_draw_and_svg_of_a_model_without_heads_show_the_tree_alone(spans_only_mo
 
 
 def test_an_option_the_model_does_not_take_is_one_error_before_parsing(spans_only_model, parse_calls, tmp_path):
+    import inspect
+
+    from hf_structure import R2D2Model
+
     source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     with pytest.raises(SystemExit) as exit_info:
         main(["parse", "--model", spans_only_model, "--head-decoding", "eisner", "--input", str(source),
               "--output", str(out)])
+    takes = ", ".join(list(inspect.signature(R2D2Model.parse).parameters)[3:]) or "no options"
     assert str(exit_info.value.code) == (
         f"hf-structure parse: --head-decoding eisner: R2D2Model (model type 'r2d2', {spans_only_model}) does not "
-        "take the option head_decoding; its parse takes no options"
+        f"take the option head_decoding; its parse takes {takes}"
     )
     assert parse_calls == [] and not out.exists()
 

@@ -403,25 +403,51 @@ def test_heads_are_a_tree_unless_the_argmax_rule_is_asked_for(parser):
 
 
 def test_an_option_the_model_does_not_take_is_a_clear_error_before_parsing(parser, tmp_path, monkeypatch):
+    import functools
+    import inspect
+
     from test_cli_parse import save_tiny_r2d2
     from transformers import pipeline
 
+    from hf_structure import R2D2Model
+
     folder = save_tiny_r2d2(tmp_path / "tiny-r2d2")
+    takes = ", ".join(list(inspect.signature(R2D2Model.parse).parameters)[3:]) or "no options"
     expected = (
-        f"R2D2Model (model type 'r2d2', {folder}) does not take the option head_decoding; its parse takes no options"
+        f"R2D2Model (model type 'r2d2', {folder}) does not take the option head_decoding; its parse takes {takes}"
     )
     with pytest.raises(ValueError) as error_info:
         pipeline("unsupervised-parsing", model=str(folder), head_decoding="eisner")
     assert str(error_info.value) == expected
     spans_only = pipeline("unsupervised-parsing", model=str(folder))
-    calls = []
-    monkeypatch.setattr(spans_only.model, "parse", lambda sentences, tokenizer: calls.append(sentences))
+    calls, parse = [], spans_only.model.parse
+
+    @functools.wraps(parse)  # the same signature, as the check reads it
+    def recording_parse(sentences, tokenizer, **options):
+        calls.append(sentences)
+        return parse(sentences, tokenizer, **options)
+
+    monkeypatch.setattr(spans_only.model, "parse", recording_parse)
     with pytest.raises(ValueError) as error_info:
         spans_only(SENTENCES, batch_size=2, head_decoding="eisner")
     assert str(error_info.value) == expected and calls == []
 
     # What a model takes is read from its `parse`; one that takes `**options` checks them itself.
+    with pytest.raises(ValueError, match="not take the option head_decodng; its parse takes head_decoding, structures"):
+        parser(TEXT, head_decodng="eisner")  # a misspelt option is not silently ignored
     with pytest.raises(ValueError, match="not take the options pruning, decoding; its parse takes head_decoding, str"):
         parser.check_parse_options({"head_decoding": "eisner", "pruning": "parser", "decoding": "chart"})
     monkeypatch.setattr(parser.model, "parse", lambda sentences, tokenizer, **options: [])
     parser.check_parse_options({"pruning": "parser"})
+
+
+def test_any_option_the_model_takes_goes_to_its_parse(parser, monkeypatch):
+    calls, parse = [], parser.model.parse
+
+    def parse_with_a_flavour(sentences, tokenizer, flavour=None):
+        calls.append(flavour)
+        return parse(sentences, tokenizer)
+
+    monkeypatch.setattr(parser.model, "parse", parse_with_a_flavour)
+    assert parser(TEXT, flavour="sweet") == parser(TEXT, flavour=None)
+    assert calls == ["sweet", None]

@@ -103,13 +103,14 @@ class UnsupervisedParsingPipeline(Pipeline):
     rejected. Each output is a dict with `words` (the input words, or the PTB-style split of the text) and what the
     model gives: `tree` (bracketed, brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
     `[start, end)`, two or more words, whole sentence first) for constituents; `heads` (1-based, 0 = root) and
-    `deprels` for dependencies. Options: `head_decoding` (for models that decode heads from arc scores, e.g.
-    `"argmax"`, `"eisner"`, `"chu-liu-edmonds"`; default: the model's config), `structures` (`"constituency"`,
+    `deprels` for dependencies. Options: `structures` (`"constituency"`,
     `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
     skips it; default: all the model gives), `keep_punctuation=False` (drop
     re-attached punctuation from the output), `return_scores=True` (the model's extras under `scores`),
-    `output_format="conllu"` (CoNLL-U text). An option the model's `parse` does not take (e.g. `head_decoding` for
-    a model without heads) is a ValueError naming it, raised before anything is parsed.
+    `output_format="conllu"` (CoNLL-U text). Any other option is the model's and goes to its `parse`, e.g.
+    `head_decoding` for models that decode heads from arc scores (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`;
+    default: the model's config); one its `parse` does not take is a ValueError naming it, raised before anything is
+    parsed.
     """
 
     _load_processor = False
@@ -120,12 +121,11 @@ class UnsupervisedParsingPipeline(Pipeline):
     def _sanitize_parameters(
         self,
         is_split_into_words=None,
-        head_decoding=None,
         keep_punctuation=None,
         return_scores=None,
         output_format=None,
         structures=None,
-        **kwargs,
+        **parse_options,
     ):
         preprocess, forward, postprocess = {}, {}, {}
         if structures is not None:
@@ -139,8 +139,8 @@ class UnsupervisedParsingPipeline(Pipeline):
                 forward["structures"] = structures
         if is_split_into_words is not None:
             preprocess["is_split_into_words"] = is_split_into_words
-        if head_decoding is not None:  # the model says which decodings it knows
-            forward["head_decoding"] = head_decoding
+        # The model's own options (None: its default); the model says which values it knows.
+        forward.update((name, value) for name, value in parse_options.items() if value is not None)
         self.check_parse_options(forward)
         if keep_punctuation is not None:
             postprocess["keep_punctuation"] = keep_punctuation
