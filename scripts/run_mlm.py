@@ -17,10 +17,10 @@ import sys
 from transformers import HfArgumentParser
 
 from hf_structure.training.mlm import DataTrainingArguments, ModelArguments, main
-from hf_structure.training.trainer import BudgetedTrainingArguments
+from hf_structure.training.trainer import LanguageModelTrainingArguments
 
 if __name__ == "__main__":
-    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, BudgetedTrainingArguments))
+    parser = HfArgumentParser((ModelArguments, DataTrainingArguments, LanguageModelTrainingArguments))
     if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
         model_args, data_args, training_args = parser.parse_json_file(sys.argv[1])
     else:

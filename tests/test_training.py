@@ -255,3 +255,29 @@ def test_a_checkpoint_killed_while_saving_is_passed_over(tmp_path):
             (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     (tmp_path / "checkpoint-final").mkdir()
     assert last_complete_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-16")
+
+
+def test_the_top_down_parser_trains_at_its_own_learning_rate(tmp_path):
+    from transformers import get_scheduler
+
+    from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling
+    from hf_structure.training.trainer import LanguageModelTrainingArguments, MaskedLMTrainer
+
+    model = R2D2ForLanguageModeling(R2D2Config(vocab_size=30, hidden_size=16, num_attention_heads=2,
+                                               intermediate_size=32, num_composition_layers=1, pruning="parser",
+                                               parser_embedding_size=8, parser_hidden_size=8, parser_num_layers=1))
+    args = LanguageModelTrainingArguments(output_dir=str(tmp_path), learning_rate=1e-4, parser_learning_rate=1e-2,
+                                          weight_decay=0.01, use_cpu=True, report_to="none")
+    trainer = MaskedLMTrainer(model=model, args=args)
+    optimizer = trainer.create_optimizer()
+    assert trainer.create_optimizer() is optimizer and len(optimizer.param_groups) == 4  # asked twice, split once
+    parser = {id(p) for name, p in model.named_parameters() if "split_parser" in name}
+    for group in optimizer.param_groups:
+        in_parser = {id(p) in parser for p in group["params"]}
+        assert len(in_parser) == 1 and group["lr"] == (1e-2 if in_parser == {True} else 1e-4)
+    assert sum(len(g["params"]) for g in optimizer.param_groups) == len(list(model.parameters()))
+    # The schedule scales both rates alike.
+    scheduler = get_scheduler("linear", optimizer, num_warmup_steps=0, num_training_steps=10)
+    optimizer.step()
+    scheduler.step()
+    assert sorted({round(g["lr"], 12) for g in optimizer.param_groups}) == [9e-5, 9e-3]

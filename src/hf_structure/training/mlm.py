@@ -14,7 +14,7 @@ from ..data.tokenization import build_word_tokenizer
 from ..models.r2d2 import R2D2Config, R2D2ForLanguageModeling
 from ..models.structformer import StructFormerConfig, StructFormerForMaskedLM
 from .precision import with_chosen_precision
-from .trainer import BudgetedTrainingArguments, MaskedLMTrainer, WallClockBudget, end_processes, train_resuming
+from .trainer import LanguageModelTrainingArguments, MaskedLMTrainer, WallClockBudget, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,13 @@ class ModelArguments:
     max_position_embeddings: int = field(default=512, metadata={"help": "From scratch: longest sentence."})
     num_composition_layers: int = field(default=3, metadata={"help": "From scratch, R2D2: composition layers."})
     window_size: int = field(default=4, metadata={"help": "From scratch, R2D2: the pruning window m."})
+    pruning: str = field(
+        default="heuristic",
+        metadata={
+            "help": "From scratch, R2D2: `heuristic` (the 2021 merge rule) or `parser` (Fast-R2D2: a top-down parser "
+            "chooses the merges; its sizes through --config_overrides, e.g. parser_num_layers=2)."
+        },
+    )
     precision: str = field(
         default="auto",
         metadata={
@@ -127,6 +134,7 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
         config = R2D2Config(
             num_composition_layers=model_args.num_composition_layers,
             window_size=model_args.window_size,
+            pruning=model_args.pruning,
             max_parse_words=model_args.max_position_embeddings,
             **shared,
         )
@@ -146,7 +154,7 @@ def model_and_tokenizer_for_training(model_args: ModelArguments):
     return model_class(config), tokenizer
 
 
-def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: BudgetedTrainingArguments):
+def main(model_args: ModelArguments, data_args: DataTrainingArguments, training_args: LanguageModelTrainingArguments):
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     training_args = with_chosen_precision(training_args, model_args.precision)
     set_seed(training_args.seed)

@@ -16,14 +16,22 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class BudgetedTrainingArguments(TrainingArguments):
-    """`TrainingArguments` with a wall-clock budget for the training loop."""
+class LanguageModelTrainingArguments(TrainingArguments):
+    """`TrainingArguments` with a wall-clock budget for the training loop and a learning rate of its own for a
+    model's top-down parser (Fast-R2D2's, trained by its own loss)."""
 
     max_train_time_s: float | None = field(
         default=None,
         metadata={
             "help": "Stop training after this many seconds of this process's training loop, then save as at the "
             "end of a run (for a lent machine with a hard time limit; --max_steps still sets the schedule)."
+        },
+    )
+    parser_learning_rate: float | None = field(
+        default=None,
+        metadata={
+            "help": "Peak learning rate of the parameters under `split_parser` (R2D2 with --pruning parser; the "
+            "authors' 1e-2), on the same schedule; default --learning_rate."
         },
     )
 
@@ -76,7 +84,24 @@ class LengthGroupedTrainer(Trainer):
 
 
 class MaskedLMTrainer(LengthGroupedTrainer):
-    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs."""
+    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs, and the top-down parser's
+    parameters in optimiser groups of their own learning rate (`parser_learning_rate`)."""
+
+    def create_optimizer(self, model=None):
+        optimizer = super().create_optimizer(model)
+        parser_learning_rate = getattr(self.args, "parser_learning_rate", None)
+        if parser_learning_rate is None or getattr(optimizer, "has_parser_groups", False):
+            return optimizer
+        model = self.model if model is None else model
+        parser = {id(p) for name, p in model.named_parameters() if ".split_parser." in f".{name}"}
+        for group in list(optimizer.param_groups):
+            moved = [p for p in group["params"] if id(p) in parser]
+            if moved:
+                group["params"] = [p for p in group["params"] if id(p) not in parser]
+                optimizer.add_param_group({**{k: v for k, v in group.items() if k != "params"}, "params": moved,
+                                           "lr": parser_learning_rate})
+        optimizer.has_parser_groups = True  # the Trainer may ask again for the optimizer it has
+        return optimizer
 
     def evaluate(self, *args, **kwargs):
         metrics = super().evaluate(*args, **kwargs)
