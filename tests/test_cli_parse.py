@@ -276,3 +276,33 @@ def test_conllu_of_a_model_without_heads_is_one_error_after_the_first_batch(span
         "parses have spans, tree); use the JSON output, --draw or --svg"
     )
     assert len(parse_calls) == 1 and not out.exists()  # the other 7 lines were never parsed
+
+
+def test_tree_decoding_chooses_the_tree_and_one_a_model_lacks_is_one_clear_error(tmp_path, capsys):
+    import torch
+
+    from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling
+
+    folder = tmp_path / "fast"
+    tokenizer = build_word_tokenizer(["the old man sat on the bench"])
+    torch.manual_seed(0)
+    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
+                        num_composition_layers=1, window_size=2, pruning="parser", parser_embedding_size=8,
+                        parser_hidden_size=8, parser_num_layers=1)
+    model = R2D2ForLanguageModeling(config)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    words = ["the", "old", "man", "sat", "on", "the", "bench"]
+    for method in ("parser", "chart"):
+        main(["parse", "--model", str(folder), "--pretokenized", "--tree-decoding", method, " ".join(words)])
+        spans = [tuple(span) for span in json.loads(capsys.readouterr().out)["spans"]]
+        assert sorted(spans) == sorted(model.parse([words], tokenizer, tree_decoding=method)[0]["spans"])
+    with pytest.raises(SystemExit, match="--tree-decoding chart: .* does not take the option tree_decoding"):
+        main(["parse", "--model", "structformer-ptb", "--tree-decoding", "chart", "A dog barked."])
+
+
+def test_a_parser_without_options_refuses_one_before_parsing():
+    pytest.importorskip("hf_structure_g2gtr_ewt", reason="the g2gtr-ewt package is not installed")
+    with pytest.raises(SystemExit, match="--head-decoding eisner: .* does not take the option head_decoding"):
+        main(["parse", "--model", "g2gtr-ewt", "--head-decoding", "eisner", "A dog barked."])

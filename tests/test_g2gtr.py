@@ -101,8 +101,6 @@ def test_decoding_gives_trees_and_does_not_depend_on_the_batch(parser):
         assert parse["words"] == sentence and heads_are_tree(parse["heads"])
         assert len(parse["deprels"]) == len(sentence) and set(parse["deprels"]) <= set(DEPRELS)
         assert parse == model.parse([sentence], tokenizer)[0]
-    with pytest.raises(ValueError, match="no option"):
-        model.parse(words, tokenizer, head_decoding="argmax")
 
 
 def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_path):

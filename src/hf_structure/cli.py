@@ -104,11 +104,13 @@ def _parse(args) -> None:
     from .pipelines import load_parser
 
     parser = load_parser(args.model)
-    options = {"head_decoding": args.head_decoding} if args.head_decoding else {}
+    flags = {"head_decoding": "--head-decoding", "tree_decoding": "--tree-decoding"}
+    options = {option: getattr(args, option) for option in flags if getattr(args, option)}
     try:
         parser.check_parse_options(options)
     except ValueError as error:
-        raise _fail("parse", f"--head-decoding {args.head_decoding}: {error}") from None
+        given = " ".join(f"{flags[option]} {value}" for option, value in options.items())
+        raise _fail("parse", f"{given}: {error}") from None
 
     def check_has_heads(parse):
         # A model either gives heads or it does not: the first batch tells, and the other lines are not parsed.
@@ -204,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words")
     parse.add_argument("--head-decoding", metavar="METHOD",
                        help="how the model decodes heads, e.g. argmax, eisner, chu-liu-edmonds (default: its own)")
+    parse.add_argument("--tree-decoding", metavar="METHOD",
+                       help="which tree the model gives, e.g. parser or chart for R2D2 with parser pruning "
+                       "(default: its own)")
     style = parse.add_mutually_exclusive_group()
     style.add_argument("--draw", action="store_true", help="draw the trees as text instead of JSON")
     style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON")

@@ -295,15 +295,13 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         return G2GTrOutput(loss=loss, action_logits=action_logits, label_logits=label_logits)
 
     @torch.no_grad()
-    def parse(self, sentences: list[list[str]], tokenizer, **options) -> list[dict]:
+    def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
         """Parse a batch of sentences given as words (punctuation included). All unfinished sentences advance one
         transition per step; illegal actions are never chosen, so the heads always form a tree.
 
         Returns one dict per sentence: `words`, `heads` (1-based, 0 = root) and `deprels`. Raises ValueError naming
         the sentence when one has no word or more word pieces than the encoder's positions.
         """
-        if options:
-            raise ValueError(f"this parser takes no options, got {sorted(options)}")
         encoded = tokenizer([list(words) for words in sentences], is_split_into_words=True, padding=True,
                             return_tensors="pt")
         for index, words in enumerate(sentences):
