@@ -256,13 +256,18 @@ def test_an_exported_r2d2_parses_the_same_as_remote_code(tiny_r2d2_folder, tmp_p
     from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, export_model_folder
     from hf_structure.hub.records import write_json
 
+    fast = json.loads((tiny_r2d2_folder / "config.json").read_text())["pruning"] == "parser"
     write_json(tiny_r2d2_folder / EVAL_RECORD, {"dataset": "ptb-sample/dev", "sentence_f1": 40.0, "corpus_f1": 35.0,
-                                                "sentence_f1_cpcfg": 39.9, "pppl_test": 900.0})
+                                                "sentence_f1_cpcfg": 39.9, "pppl_test": 900.0,
+                                                **({"sentence_f1_chart": 38.25} if fast else {})})
     write_json(tiny_r2d2_folder / TRAINING_RECORD, {"command": "python scripts/run_mlm.py --model_type r2d2",
                                                     "wall_time_s": 60, "machine": "x", "steps": 1, "epochs": 1})
     out = export_model_folder(tiny_r2d2_folder, tmp_path / "export", repo_id="org/r2d2-tiny")
     card = (out / "README.md").read_text()
     assert "# r2d2-tiny" in card and "| pruning window (training / parsing) | 2 / 3 |" in card
+    assert ("This is the **Fast-R2D2** variant" in card) == fast and ("hu-etal-2022-fast-r2d2" in card) == fast
+    assert ("The other tree decoding on the same sentences: sentence-level F1 38.25" in card) == fast
+    assert "R2D2 48.11" in card and "Fast-R2D2 57.22" in card
     assert (out / "modeling_r2d2.py").is_file() and (out / "configuration_r2d2.py").is_file()
     sentence = "The old man sat on the bench ."
     from transformers import pipeline
