@@ -89,6 +89,8 @@ def main() -> None:
     parser.add_argument("--tree-samples", type=int, default=256, help="trees drawn from the chart (the authors' 256)")
     parser.add_argument("--seconds", type=float, help="stop after this much training time instead of --steps")
     parser.add_argument("--eval-every", type=int, default=100)
+    parser.add_argument("--decay", action="store_true",
+                        help="50 warm-up steps, then the learning rates fall linearly to 0 at --steps")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
@@ -107,6 +109,9 @@ def main() -> None:
     optimizer = torch.optim.AdamW([{"params": other_parameters},
                                    {"params": parser_parameters, "lr": args.parser_learning_rate}],
                                   lr=args.learning_rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / 50, max(0.0, (args.steps - step) / (args.steps - 50)))
+    ) if args.decay else None
 
     def evaluate():
         scores = {}
@@ -135,6 +140,8 @@ def main() -> None:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        if schedule:
+            schedule.step()
         if step % args.eval_every == 0:
             model.eval()
             evaluation_began = time.time()
