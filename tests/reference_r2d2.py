@@ -7,13 +7,19 @@ evaluation. The tests compare the batched chart with them; `benchmarks/r2d2_spee
 
 `encode_pruned_chart_by_word_spans` is the batched chart as it was before issue 28, kept to check that the rewrite
 gives the same charts and to time it against it (`benchmarks/r2d2_chart_speed.py`).
+
+`reference_composition_transformer` is the composition Transformer as it was before its attention was written out
+(issue 28): a standard layer (`F.scaled_dot_product_attention` with the visibility as a mask, torch's dropout), run
+with an `R2D2Model`'s own parameters, as the reference that the tests and the benchmark compare the model's with.
 """
 
 import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
+from hf_structure.models.r2d2.modeling_r2d2 import ROLE_LEFT, ROLE_RIGHT, ROLE_TASK
 from hf_structure.structs.pruned_chart import ChartEncoding
 
 
@@ -304,3 +310,44 @@ def _choose_merge_by_word_spans(
     )
     score = score.masked_fill(~(in_row & used[:, 1, : n - 1]), float("-inf"))
     return score.argmax(-1)
+
+
+def reference_composition_layer(
+    layer, hidden: torch.Tensor, roles: torch.Tensor, visible: torch.Tensor
+) -> torch.Tensor:
+    """`R2D2CompositionLayer.forward` before the written-out attention (commit 2b9277f), with `layer`'s parameters:
+    `hidden` (C, T, d); `roles` (T,); `visible` (T, T) bool, True where input t may attend to input u."""
+    count, length, dim = hidden.shape
+    with_roles = hidden + layer.role_embeddings(roles)
+
+    def heads(projection, x):
+        return projection(x).view(count, length, layer.num_heads, dim // layer.num_heads).transpose(1, 2)
+
+    attended = F.scaled_dot_product_attention(
+        heads(layer.query, with_roles),
+        heads(layer.key, with_roles),
+        heads(layer.value, hidden),
+        attn_mask=visible,
+        dropout_p=layer.attention_dropout if layer.training else 0.0,
+    )
+    attended = attended.transpose(1, 2).reshape(count, length, dim)
+    hidden = layer.attention_norm(hidden + layer.dropout(layer.output(attended)))
+    return layer.feed_forward_norm(hidden + layer.dropout(layer.feed_forward(hidden)))
+
+
+def reference_composition_transformer(
+    model, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor
+) -> torch.Tensor:
+    """`R2D2Model.composition_transformer` before the written-out attention (commit 2b9277f), with `model`'s
+    parameters: `tasks` (C, k, d), `left` and `right` (C, d) -> (C, k + 2, d). Each task input sees itself, left and
+    right; left and right see only each other."""
+    num_tasks = tasks.size(1)
+    length = num_tasks + 2
+    device = tasks.device
+    roles = torch.tensor([ROLE_TASK] * num_tasks + [ROLE_LEFT, ROLE_RIGHT], device=device)
+    visible = torch.eye(length, dtype=torch.bool, device=device)
+    visible[:, -2:] = True
+    hidden = torch.cat([tasks, left[:, None], right[:, None]], dim=1)
+    for layer in model.composition_layers:
+        hidden = reference_composition_layer(layer, hidden, roles, visible)
+    return hidden

@@ -12,6 +12,8 @@ from reference_r2d2 import (
     encode_pruned_chart_by_word_spans,
     plain_cky,
     pruned_chart_loop,
+    reference_composition_layer,
+    reference_composition_transformer,
     tree_spans,
 )
 from transformers import AutoModel, AutoModelForMaskedLM
@@ -109,7 +111,7 @@ def test_the_chart_equals_the_chart_before_issue_28(window, training):
                   "node_split_candidates", "node_split_scores"):
         assert torch.equal(getattr(before, field), getattr(now, field)), field
     for expected, actual in zip(*gradients):
-        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5 * float(expected.abs().max()))
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5 * float(expected.detach().abs().max()))
 
 
 @torch.no_grad()
@@ -421,3 +423,151 @@ def test_tree_decodings_are_offered_by_pruning_with_one_clear_error():
         heuristic.parse(sentences, tokenizer, tree_decoding="parser")
     with pytest.raises(ValueError, match="tree_decoding must be 'chart', or 'parser' with parser pruning"):
         R2D2Config(tree_decoding="parser")
+
+
+# ------------------------------------------------------------------------- the composition Transformer (issue 28)
+
+
+def perturbed_r2d2(hidden_dropout=0.0, attention_dropout=0.0, width=16, heads=4) -> R2D2Model:
+    """An R2D2Model whose every parameter is moved off its initial value (biases, norms and role embeddings
+    included), so that every term of the composition is exercised."""
+    torch.manual_seed(0)
+    config = R2D2Config(vocab_size=40, hidden_size=width, num_attention_heads=heads, intermediate_size=4 * width,
+                        num_composition_layers=3, hidden_dropout_prob=hidden_dropout,
+                        attention_probs_dropout_prob=attention_dropout)
+    model = R2D2Model(config).train()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    return model
+
+
+def composition_and_gradients(model, transformer, tasks, left, right, probe):
+    inputs = [tasks, left, right]
+    output = transformer(model, *inputs)
+    parameters = [parameter for _, parameter in model.named_parameters() if ".composition_layers." in _]
+    gradients = torch.autograd.grad((output * probe).sum(), inputs + parameters)
+    return output, gradients
+
+
+@pytest.mark.parametrize("num_tasks", [1, 2])
+@pytest.mark.parametrize("count", [1, 300])
+def test_the_composition_transformer_equals_the_reference(num_tasks, count):
+    """The written-out attention is the standard layer's function: the same outputs and the same gradients (inputs
+    and every parameter of the layers) as `reference_composition_transformer`, in training mode with dropout 0, up
+    to float32 rounding (1e-5 of each tensor's largest value). 1 task input is the LM's prediction, 2 a composition."""
+    model = perturbed_r2d2()
+    generator = torch.Generator().manual_seed(count + num_tasks)
+    tasks = torch.randn(1, num_tasks, 16, generator=generator).expand(count, -1, -1).clone().requires_grad_()
+    left = torch.randn(count, 16, generator=generator, requires_grad=True)
+    right = torch.randn(count, 16, generator=generator, requires_grad=True)
+    probe = torch.randn(count, num_tasks + 2, 16, generator=generator)
+    expected, expected_gradients = composition_and_gradients(
+        model, reference_composition_transformer, tasks, left, right, probe
+    )
+    actual, gradients = composition_and_gradients(model, R2D2Model.composition_transformer, tasks, left, right, probe)
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5 * float(expected.detach().abs().max()))
+    largest = max(float(g.abs().max()) for g in expected_gradients)
+    for name, a, e in zip(["tasks", "left", "right"] + [n for n, _ in model.named_parameters()
+                                                       if ".composition_layers." in n], gradients, expected_gradients):
+        # The keys' biases have gradient 0 (a softmax ignores a shift shared by all keys): rounding only.
+        scale = largest if name.endswith("key.bias") else float(e.abs().max())
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5 * scale, msg=name)
+
+
+def test_a_training_step_and_trees_equal_those_with_the_reference_composition(monkeypatch):
+    """The whole model, dropout 0: the same training loss and gradients of every parameter (same seed, so the same
+    Gumbel noise) and, in evaluation, the same trees as with the reference composition Transformer."""
+    torch.manual_seed(0)
+    config = R2D2Config(vocab_size=40, hidden_size=16, num_attention_heads=4, intermediate_size=64,
+                        num_composition_layers=3, window_size=2, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    model = R2D2ForLanguageModeling(config).train()
+    ids, mask = batch_of([4, 9, 13, 2])
+    labels = ids.masked_fill(mask == 0, -100)
+    results = []
+    for transformer in (reference_composition_transformer, R2D2Model.composition_transformer):
+        monkeypatch.setattr(R2D2Model, "composition_transformer", transformer)
+        model.train()
+        torch.manual_seed(1)
+        loss = model(ids, mask, labels=labels).loss
+        gradients = dict(zip([n for n, _ in model.named_parameters()], torch.autograd.grad(loss, model.parameters(),
+                                                                                          allow_unused=True)))
+        model.eval()
+        with torch.no_grad():
+            chart = model.r2d2(ids, mask).chart
+        results.append((loss, gradients, [chart_tree_spans(chart, b) for b in range(len(ids))]))
+    (expected_loss, expected_gradients, expected_trees), (loss, gradients, trees) = results
+    assert trees == expected_trees
+    torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=0)
+    largest = max(float(g.abs().max()) for g in expected_gradients.values() if g is not None)
+    for name, expected in expected_gradients.items():
+        if expected is None:
+            assert gradients[name] is None, name
+        else:
+            torch.testing.assert_close(gradients[name], expected, rtol=1e-4, atol=1e-5 * largest, msg=name)
+
+
+class _Multiply(torch.nn.Module):
+    """A dropout stand-in that multiplies by the given masks, one per call, in order."""
+
+    def __init__(self, p, masks):
+        super().__init__()
+        self.p = p
+        self.masks = iter(masks)
+
+    def forward(self, hidden):
+        return hidden * next(self.masks)
+
+
+def test_the_dropout_masks_sit_where_the_reference_layer_drops():
+    """Given the same masks, the layer equals the reference layer whose two nn.Dropout modules multiply by them:
+    attention output, feed-forward inner activations, feed-forward output (attention dropout 0 in both)."""
+    from hf_structure.models.r2d2.modeling_r2d2 import ROLE_LEFT, ROLE_RIGHT, ROLE_TASK
+
+    layer = perturbed_r2d2(hidden_dropout=0.1).composition_layers[0]
+    count, length = 50, 4
+    generator = torch.Generator().manual_seed(3)
+    hidden = torch.randn(count, length, 16, generator=generator)
+    masks = [(torch.rand(count, length, size, generator=generator) > 0.3).float() / 0.7 for size in (16, 64, 16)]
+    layer.dropout_multipliers = lambda *args: [None, *masks]
+    actual = layer(hidden, 2)
+    layer.dropout = _Multiply(0.1, [masks[0], masks[2]])
+    layer.feed_forward[2] = _Multiply(0.1, [masks[1]])
+    roles = torch.tensor([ROLE_TASK, ROLE_TASK, ROLE_LEFT, ROLE_RIGHT])
+    visible = torch.eye(length, dtype=torch.bool)
+    visible[:, -2:] = True
+    expected = reference_composition_layer(layer, hidden, roles, visible)
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_composition_dropout_keeps_at_the_rate_and_the_torch_seed_reproduces_it():
+    """Each site keeps 1 - p of its entries (within 4 sigma), scaled by 1 / (1 - p), with attention and hidden
+    dropout of different rates; `torch.manual_seed`, or torch's RNG state restored as on resuming from a checkpoint,
+    gives the same masks and output; the next draw differs; evaluation drops nothing."""
+    model = perturbed_r2d2(hidden_dropout=0.1, attention_dropout=0.25)
+    layer = model.composition_layers[0]
+    torch.manual_seed(5)
+    masks = layer.dropout_multipliers(2000, 4, torch.float32, torch.device("cpu"))
+    for mask, p in zip(masks, [0.25, 0.1, 0.1, 0.1]):
+        values = set(mask.unique().tolist())
+        assert values == {0.0, torch.tensor(1 / (1 - p)).item()}, (p, values)
+        kept = float((mask != 0).float().mean())
+        assert abs(kept - (1 - p)) <= 4 * (p * (1 - p) / mask.numel()) ** 0.5, (p, kept)
+    assert [tuple(mask.shape) for mask in masks] == [(2000, 4, 3, 4), (2000, 4, 16), (2000, 4, 64), (2000, 4, 16)]
+
+    tasks = torch.randn(1, 2, 16).expand(64, -1, -1)
+    left, right = torch.randn(64, 16), torch.randn(64, 16)
+    torch.manual_seed(7)
+    first = model.composition_transformer(tasks, left, right)
+    state = torch.get_rng_state()  # as a checkpoint saves it
+    second = model.composition_transformer(tasks, left, right)
+    torch.set_rng_state(state)  # as resuming restores it
+    resumed = model.composition_transformer(tasks, left, right)
+    torch.manual_seed(7)
+    again = model.composition_transformer(tasks, left, right)
+    assert torch.equal(first, again) and torch.equal(second, resumed)
+    assert not torch.equal(first, second)
+    model.eval()
+    torch.testing.assert_close(model.composition_transformer(tasks, left, right),
+                               reference_composition_transformer(model, tasks, left, right), rtol=1e-5, atol=1e-5)

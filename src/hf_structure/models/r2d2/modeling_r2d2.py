@@ -13,14 +13,16 @@ the sentence's splits, the chart merges in the reverse of its split order instea
 parser learns from trees drawn from the chart. It parses on its own, and `encode_tree` composes along its tree
 only (n - 1 compositions).
 
-This file is self-contained (torch and transformers only) so that a saved folder loads with `trust_remote_code=True`
-where `hf_structure` is not installed. Blocks marked `# Copied from` are generated from `hf_structure.structs` by
-`scripts/fix_copies.py`; a test fails when they differ.
+This file is self-contained (torch, transformers and numpy only) so that a saved folder loads with
+`trust_remote_code=True` where `hf_structure` is not installed. Blocks marked `# Copied from` are generated from
+`hf_structure` by `scripts/fix_copies.py`; a test fails when they differ.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -85,6 +87,28 @@ class BlockwiseCrossEntropy(torch.autograd.Function):
         if grad_loss.device.type != "cpu" or grad_loss.item() != 1:
             grad = (grad.to(grad_loss.dtype) * grad_loss).to(grad.dtype)
         return grad, None, None
+
+
+# Copied from hf_structure.models.structformer.modeling_structformer.random_keep_mask
+def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
+
+    Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard
+    statistical test batteries), seeded by one draw of torch's generator, so that `torch.manual_seed` and a
+    checkpoint's saved RNG state reproduce the masks. The number splits into two 32-bit integers uniform over all
+    2^32 values; an entry drops when it falls among the lowest round(p 2^32). The drop probability is p to within
+    2^-33, finer than torch's own dropout, which compares float32 uniforms with p. On CPU torch draws its random
+    numbers on one thread: its per-element Bernoulli draws took a quarter of a two-thread bf16 step, and even its
+    64-bit `random_` is three times slower than numpy's generators (SFC64 is 25% faster than PCG64; drawing on a
+    second thread gained nothing, as torch's own threads hold both cores). The mask is returned as numbers rather
+    than booleans because on CPU `x * keep` is about six times faster than `x.masked_fill(drop, 0)` and than
+    bool-to-float casts (both take a slow mixed-dtype path), while uint8-to-float is fast.
+    """
+    count = math.prod(shape)
+    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    numbers = torch.from_numpy(np.random.SFC64(seed).random_raw((count + 1) // 2).view(np.int32))
+    keep = numbers[:count].view(shape) >= round(p * 2**32) - 2**31
+    return keep.view(torch.uint8).to(device=device, dtype=dtype)
 
 
 # Copied from hf_structure.structs.pruned_chart.ChartEncoding
@@ -592,7 +616,9 @@ def encode_words(sentences, tokenizer, max_words: int):
 
 
 class R2D2CompositionLayer(nn.Module):
-    """One post-LayerNorm Transformer layer over a handful of inputs; role embeddings enter queries and keys."""
+    """One post-LayerNorm Transformer layer over the composition's inputs [tasks..., left, right], role embeddings
+    added to queries and keys (as the authors' code). Each task input attends to itself, left and right; left and
+    right attend to each other only."""
 
     def __init__(self, config: R2D2Config):
         super().__init__()
@@ -604,6 +630,7 @@ class R2D2CompositionLayer(nn.Module):
         self.output = nn.Linear(config.hidden_size, config.hidden_size)
         self.attention_dropout = config.attention_probs_dropout_prob
         self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        # Index 2 holds the inner dropout's p: `forward` runs the parts itself and draws that mask with its others.
         self.feed_forward = nn.Sequential(
             nn.Linear(config.hidden_size, config.intermediate_size),
             nn.GELU(),
@@ -613,24 +640,86 @@ class R2D2CompositionLayer(nn.Module):
         self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, hidden: torch.Tensor, roles: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-        """`hidden` (C, T, d); `roles` (T,); `visible` (T, T) bool, True where input t may attend to input u."""
-        count, length, dim = hidden.shape
-        with_roles = hidden + self.role_embeddings(roles)
-
-        def heads(projection, x):
-            return projection(x).view(count, length, self.num_heads, dim // self.num_heads).transpose(1, 2)
-
-        attended = F.scaled_dot_product_attention(
-            heads(self.query, with_roles),
-            heads(self.key, with_roles),
-            heads(self.value, hidden),
-            attn_mask=visible,
-            dropout_p=self.attention_dropout if self.training else 0.0,
+    def fused_qkv(self, num_tasks: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """`(3d, d)` weight and `(T, 3d)` per-input bias of queries, keys and values in one projection, T = num_tasks
+        + 2: a role embedding r enters queries and keys only, and `W (h + r) + b = W h + (W r + b)`. The attention
+        scale 1 / sqrt(head size) is folded into the queries."""
+        scale = 1.0 / math.sqrt(self.query.out_features // self.num_heads)
+        roles = self.role_embeddings.weight[[ROLE_TASK] * num_tasks + [ROLE_LEFT, ROLE_RIGHT]]
+        weight = torch.cat([self.query.weight * scale, self.key.weight, self.value.weight])
+        bias = torch.cat(
+            [
+                F.linear(roles, self.query.weight, self.query.bias) * scale,
+                F.linear(roles, self.key.weight, self.key.bias),
+                self.value.bias.expand(len(roles), -1),
+            ],
+            dim=-1,
         )
-        attended = attended.transpose(1, 2).reshape(count, length, dim)
-        hidden = self.attention_norm(hidden + self.dropout(self.output(attended)))
-        return self.feed_forward_norm(hidden + self.dropout(self.feed_forward(hidden)))
+        return weight, bias
+
+    def dropout_multipliers(
+        self, count: int, length: int, dtype: torch.dtype, device: torch.device
+    ) -> list[torch.Tensor | None]:
+        """Dropout masks of `forward`'s four sites, as multipliers 0.0 (dropped) or 1 / (1 - p), None where p is 0:
+        the attention probabilities `(C, T, 3, H)` (keys: itself, left, right), the attention output `(C, T, d)`,
+        the feed-forward's inner activations `(C, T, f)` and its output `(C, T, d)`. On CPU the sites of one
+        probability come from one `random_keep_mask` draw (seeded from torch's generator, so that `torch.manual_seed`
+        and a checkpoint's RNG state reproduce them): torch's per-element Bernoulli draws took a quarter of a CPU
+        training step of the composition Transformer. Elsewhere they are torch's own draws on the device."""
+        dim = self.query.in_features
+        sites = [
+            ((count, length, 3, self.num_heads), self.attention_dropout),
+            ((count, length, dim), self.dropout.p),
+            ((count, length, self.feed_forward[0].out_features), self.feed_forward[2].p),
+            ((count, length, dim), self.dropout.p),
+        ]
+        multipliers = [None] * len(sites)
+        for p in sorted({p for _, p in sites if p > 0}):
+            indices = [index for index, (_, site_p) in enumerate(sites) if site_p == p]
+            sizes = [math.prod(sites[index][0]) for index in indices]
+            if device.type == "cpu":
+                keep = random_keep_mask((sum(sizes),), p, dtype, device)
+            else:
+                keep = torch.empty(sum(sizes), dtype=dtype, device=device).bernoulli_(1 - p)
+            if p < 1:
+                keep.mul_(1 / (1 - p))
+            for index, part in zip(indices, keep.split(sizes)):
+                multipliers[index] = part.view(sites[index][0])
+        return multipliers
+
+    def forward(self, hidden: torch.Tensor, num_tasks: int) -> torch.Tensor:
+        """`hidden` (C, T, d): num_tasks task inputs, then left and right -> (C, T, d).
+
+        The attention is written out for this visibility: an input's keys are at most [itself, left, right] (left
+        and right: [left, right]), so its scores are elementwise products summed per head, with no T x T batched
+        matmuls and no mask; queries, keys and values come from one projection (`fused_qkv`). The same function as
+        a standard layer with that attention mask, up to float32 rounding (`tests/reference_r2d2.py` keeps one)."""
+        count, length, dim = hidden.shape
+        heads = self.num_heads
+        head_dim = dim // heads
+        if self.training:
+            keep = self.dropout_multipliers(count, length, hidden.dtype, hidden.device)
+        else:
+            keep = [None] * 4
+        weight, bias = self.fused_qkv(num_tasks)
+        query, key, value = F.linear(hidden, weight).add_(bias).split(dim, dim=-1)
+        # (C, T, 3, H): the scores of [itself, left, right]; left and right see themselves among [left, right] only.
+        self_scores = (query * key).view(count, length, heads, head_dim).sum(-1)
+        self_scores[:, num_tasks:] = float("-inf")
+        pair_scores = (query[:, :, None] * key[:, None, num_tasks:]).view(count, length, 2, heads, head_dim).sum(-1)
+        probs = torch.softmax(torch.cat([self_scores[:, :, None], pair_scores], dim=2), dim=2)
+        if keep[0] is not None:
+            probs = probs * keep[0]
+        values = value.view(count, length, heads, head_dim)
+        pair_values = value[:, num_tasks:].reshape(count, 1, 2, heads, head_dim)
+        attended = probs[:, :, 0, :, None] * values + (probs[:, :, 1:, :, None] * pair_values).sum(2)
+        out = self.output(attended.view(count, length, dim))
+        hidden = self.attention_norm(hidden + (out if keep[1] is None else out * keep[1]))
+        inner = self.feed_forward[1](self.feed_forward[0](hidden))
+        if keep[2] is not None:
+            inner = inner * keep[2]
+        out = self.feed_forward[3](inner)
+        return self.feed_forward_norm(hidden + (out if keep[3] is None else out * keep[3]))
 
 
 class R2D2SplitParser(nn.Module):
@@ -718,15 +807,9 @@ class R2D2Model(R2D2PreTrainedModel):
     def composition_transformer(self, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         """Run [tasks..., left, right] through the composition layers: each task input sees itself, left and
         right; left and right see only each other. `tasks` (C, k, d), `left` and `right` (C, d) -> (C, k + 2, d)."""
-        num_tasks = tasks.size(1)
-        length = num_tasks + 2
-        device = tasks.device
-        roles = torch.tensor([ROLE_TASK] * num_tasks + [ROLE_LEFT, ROLE_RIGHT], device=device)
-        visible = torch.eye(length, dtype=torch.bool, device=device)
-        visible[:, -2:] = True
         hidden = torch.cat([tasks, left[:, None], right[:, None]], dim=1)
         for layer in self.composition_layers:
-            hidden = layer(hidden, roles, visible)
+            hidden = layer(hidden, tasks.size(1))
         return hidden
 
     def compose(self, left: torch.Tensor, right: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
