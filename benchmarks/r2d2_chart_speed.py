@@ -1,20 +1,25 @@
 #!/usr/bin/env python
-"""R2D2's pruned chart before issue 28 and now, in one run, on the same sentences and weights.
+"""R2D2's pruned chart and composition Transformer before issue 28 and now, in one run, on the same sentences and
+weights.
 
-    python benchmarks/r2d2_chart_speed.py                    # CPU, one thread: batches of 32 and 128
+    python benchmarks/r2d2_chart_speed.py                    # CPU, one thread: batches of 32 and 128, dropout 0.1
+    python benchmarks/r2d2_chart_speed.py --dropout 0        # the same without dropout (and a gradient comparison)
     python benchmarks/r2d2_chart_speed.py --device cuda      # GPU: batches of 32 and 256
     python benchmarks/r2d2_chart_speed.py --quick            # a smoke run
 
 A fresh R2D2 (hidden 16, 4 heads, feed-forward 64, 3 composition layers, window 4 by default) with the PTB training
 vocabulary, on PTB LM valid sentences of 18-22 words. `before` is the chart as of 314b94e
-(`tests/reference_r2d2.encode_pruned_chart_by_word_spans`), `now` is `hf_structure.structs.pruned_chart`'s; the
-model runs either in place of its Hub-code copy of the chart. For every batch size it prints the cost of a training
-step (forward + backward of the bidirectional LM: ms per sentence, and sentences/s on a GPU), the same for the chart
-alone (the composition Transformer replaced by one linear layer, so that what remains is the chart's bookkeeping),
-and the tensor operations of one training step (all that reach the dispatcher, and those that are not views).
-Then whether both give the same trees and composition counts (evaluation mode) and the same training loss and
-gradients (same seed, so the same dropout and Gumbel noise). Steps of the two charts alternate, and each figure is
-the median of `--steps` steps: on a shared machine compare the ratios of one run, not figures across runs.
+(`tests/reference_r2d2.encode_pruned_chart_by_word_spans`) with the composition Transformer as a standard layer
+(`tests/reference_r2d2.reference_composition_transformer`: scaled-dot-product attention under a mask, torch's
+dropout); `now` is the package's: `hf_structure.structs.pruned_chart`'s chart and `R2D2CompositionLayer`'s
+written-out attention with its numpy-drawn dropout masks. The model runs either in place of its own. For every
+batch size it prints the cost of a training step (forward + backward of the bidirectional LM: ms per sentence, and
+sentences/s on a GPU), the same for the chart alone (the composition Transformer replaced by one linear layer, so
+that what remains is the chart's bookkeeping), and the tensor operations of one training step (all that reach the
+dispatcher, and those that are not views). Then whether both give the same trees and composition counts (evaluation
+mode) and how close the training losses and gradients are (same seed, so the same Gumbel noise; with dropout the
+two draw different masks, so compare them with `--dropout 0`). Steps of the two alternate, and each figure is the
+median of `--steps` steps: on a shared machine compare the ratios of one run, not figures across runs.
 """
 
 import argparse
@@ -29,15 +34,31 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the chart before issue 28, kept as the tests' reference
 
 import torch  # noqa: E402
-from reference_r2d2 import chart_tree_spans, encode_pruned_chart_by_word_spans  # noqa: E402
+from reference_r2d2 import (  # noqa: E402
+    chart_tree_spans,
+    encode_pruned_chart_by_word_spans,
+    reference_composition_transformer,
+)
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from hf_structure.data.text import ptb_lm_lines  # noqa: E402
 from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
-from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, modeling_r2d2  # noqa: E402
+from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model, modeling_r2d2  # noqa: E402
 from hf_structure.structs.pruned_chart import encode_pruned_chart  # noqa: E402
 
-CHARTS = {"before": encode_pruned_chart_by_word_spans, "now": encode_pruned_chart}
+
+
+def chart_before(leaves, lengths, compose, choose_split, window, merge_order=None):
+    """The chart as of 314b94e, called as the model calls its chart (heuristic pruning: no merge order)."""
+    assert merge_order is None, "the chart as of 314b94e has no merge order (pruning='heuristic' only)"
+    return encode_pruned_chart_by_word_spans(leaves, lengths, compose, choose_split, window)
+
+
+# (chart, composition Transformer) of each path
+CHARTS = {
+    "before": (chart_before, reference_composition_transformer),
+    "now": (encode_pruned_chart, R2D2Model.composition_transformer),
+}
 VIEW_OPS = {"view", "_unsafe_view", "unsqueeze", "squeeze", "slice", "select", "expand", "t", "transpose",
             "permute", "as_strided", "alias", "detach", "lift_fresh", "unbind", "split", "split_with_sizes"}
 
@@ -59,14 +80,15 @@ class CountOps(TorchDispatchMode):
 
 
 @contextlib.contextmanager
-def model_chart(chart):
-    """Run R2D2 through `chart` instead of its own copy of `encode_pruned_chart`."""
-    own = modeling_r2d2.encode_pruned_chart
-    modeling_r2d2.encode_pruned_chart = chart
+def model_path(path):
+    """Run R2D2 through `path`'s chart and composition Transformer instead of its own (a `CHARTS` value)."""
+    chart, transformer = path
+    own_chart, own_transformer = modeling_r2d2.encode_pruned_chart, R2D2Model.composition_transformer
+    modeling_r2d2.encode_pruned_chart, R2D2Model.composition_transformer = chart, transformer
     try:
         yield
     finally:
-        modeling_r2d2.encode_pruned_chart = own
+        modeling_r2d2.encode_pruned_chart, R2D2Model.composition_transformer = own_chart, own_transformer
 
 
 def synchronize(device: torch.device) -> None:
@@ -85,6 +107,7 @@ def main(argv=None) -> None:
     parser.add_argument("--intermediate-size", type=int, default=64)
     parser.add_argument("--num-composition-layers", type=int, default=3)
     parser.add_argument("--window", type=int, default=4)
+    parser.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout (default 0.1)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: batches of 4 and 8, one timed step")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -101,7 +124,8 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     config = R2D2Config(vocab_size=len(tokenizer), hidden_size=args.hidden_size,
                         num_attention_heads=args.num_attention_heads, intermediate_size=args.intermediate_size,
-                        num_composition_layers=args.num_composition_layers, window_size=args.window)
+                        num_composition_layers=args.num_composition_layers, window_size=args.window,
+                        hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     model = R2D2ForLanguageModeling(config).to(device).train()
     stand_in = torch.nn.Linear(2 * args.hidden_size, args.hidden_size + 1).to(device)
 
@@ -115,23 +139,24 @@ def main(argv=None) -> None:
         labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
         return encoded, labels
 
-    def training_step(chart, encoded, labels):
-        with model_chart(chart):
+    def training_step(path, encoded, labels):
+        with model_path(path):
             loss = model(**encoded, labels=labels).loss
             loss.backward()
         return loss
 
-    def chart_step(chart, encoded, labels):
+    def chart_step(path, encoded, labels):
+        chart = path[0]
         leaves = model.r2d2.embed_tokens(encoded["input_ids"])
         encoding = chart(leaves, encoded["attention_mask"].sum(-1), stand_in_compose, model.r2d2.choose_split,
                          args.window)
         (encoding.node_states[encoding.roots].sum() + encoding.node_log_p.sum()).backward()
 
-    def seconds(step, chart, encoded, labels):
+    def seconds(step, path, encoded, labels):
         torch.manual_seed(0)
         synchronize(device)
         start = time.perf_counter()
-        step(chart, encoded, labels)
+        step(path, encoded, labels)
         synchronize(device)
         model.zero_grad(set_to_none=True)
         stand_in.zero_grad(set_to_none=True)
@@ -142,24 +167,25 @@ def main(argv=None) -> None:
           f"{torch.__version__}")
     print(f"model: hidden {args.hidden_size}, {args.num_attention_heads} heads, feed-forward "
           f"{args.intermediate_size}, {args.num_composition_layers} composition layers, window {args.window}, "
-          f"vocabulary {len(tokenizer)}; PTB valid sentences of 18-22 words; median of {steps} step(s)")
+          f"dropout {args.dropout}, vocabulary {len(tokenizer)}; PTB valid sentences of 18-22 words; median of "
+          f"{steps} step(s)")
     print()
-    print("| batch | chart | training step, ms/sentence | sentences/s | chart alone, ms/sentence "
+    print("| batch | path | training step, ms/sentence | sentences/s | chart alone, ms/sentence "
           "| operations per training step (not views) |")
     print("|---|---|---|---|---|---|")
     for size in batch_sizes:
         encoded, labels = batch_of(size)
-        for chart in CHARTS.values():  # warm-up
-            seconds(training_step, chart, encoded, labels)
-            seconds(chart_step, chart, encoded, labels)
+        for path in CHARTS.values():  # warm-up
+            seconds(training_step, path, encoded, labels)
+            seconds(chart_step, path, encoded, labels)
         times = {(name, kind): [] for name in CHARTS for kind in ("training", "chart")}
         for _ in range(steps):
-            for name, chart in CHARTS.items():
-                times[name, "training"].append(seconds(training_step, chart, encoded, labels))
-                times[name, "chart"].append(seconds(chart_step, chart, encoded, labels))
-        for name, chart in CHARTS.items():
+            for name, path in CHARTS.items():
+                times[name, "training"].append(seconds(training_step, path, encoded, labels))
+                times[name, "chart"].append(seconds(chart_step, path, encoded, labels))
+        for name, path in CHARTS.items():
             with CountOps() as counter:
-                seconds(training_step, chart, encoded, labels)
+                seconds(training_step, path, encoded, labels)
             operations, kernels = counter.totals()
             step_time = statistics.median(times[name, "training"])
             chart_time = statistics.median(times[name, "chart"])
@@ -171,8 +197,8 @@ def main(argv=None) -> None:
     model.eval()
     trees, compositions = {}, {}
     with torch.no_grad():
-        for name, chart in CHARTS.items():
-            with model_chart(chart):
+        for name, path in CHARTS.items():
+            with model_path(path):
                 encoding = model.r2d2(**encoded).chart
             trees[name] = [chart_tree_spans(encoding, b) for b in range(len(encoding.roots))]
             compositions[name] = encoding.compositions.tolist()
@@ -182,17 +208,18 @@ def main(argv=None) -> None:
     print(f"evaluation, {len(lines)} sentences: same trees {same_trees}/{len(lines)}, same composition counts "
           f"{same_counts}/{len(lines)} ({sum(compositions['now']) / len(lines):.1f} compositions a sentence)")
     losses, gradients = {}, {}
-    for name, chart in CHARTS.items():
+    for name, path in CHARTS.items():
         torch.manual_seed(0)
-        losses[name] = training_step(chart, encoded, labels).item()
+        losses[name] = training_step(path, encoded, labels).item()
         gradients[name] = [p.grad.clone() for p in model.parameters() if p.grad is not None]
         model.zero_grad(set_to_none=True)
     # Against the largest gradient of all: some gradients are 0 up to rounding (the keys' biases).
     difference = max(float((a - b).abs().max()) for a, b in zip(gradients["before"], gradients["now"]))
     largest = max(float(a.abs().max()) for a in gradients["before"])
-    print(f"training step, same seed: loss {losses['before']:.6f} before, {losses['now']:.6f} now (equal: "
-          f"{losses['before'] == losses['now']}); largest gradient difference {difference:.1e}, largest gradient "
-          f"{largest:.1e}")
+    noise = "the two draw different dropout masks" if args.dropout > 0 else "no dropout"
+    print(f"training step, same seed ({noise}): loss {losses['before']:.6f} before, {losses['now']:.6f} now "
+          f"(relative difference {abs(losses['now'] - losses['before']) / abs(losses['before']):.1e}); largest "
+          f"gradient difference {difference:.1e}, largest gradient {largest:.1e}")
 
 
 if __name__ == "__main__":
