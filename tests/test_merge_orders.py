@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from binary_trees import binary_trees
 
 from hf_structure.structs.merge_orders import (
     encode_along_merges,
@@ -15,17 +16,6 @@ from hf_structure.structs.merge_orders import (
 )
 from hf_structure.structs.pruned_chart import ChartEncoding
 from hf_structure.structs.trees import distances_to_spans
-
-
-def binary_trees(start: int, end: int):
-    """Every binary tree over words start .. end - 1, as (spans of two or more words, splits top-down pre-order)."""
-    if end - start == 1:
-        yield [], []
-        return
-    for split in range(start + 1, end):
-        for left_spans, left_splits in binary_trees(start, split):
-            for right_spans, right_splits in binary_trees(split, end):
-                yield [(start, end), *left_spans, *right_spans], [split - 1, *left_splits, *right_splits]
 
 
 def sum_compose(left, right):

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 import torch
+from binary_trees import binary_trees
 from reference_r2d2 import (
     chart_tree_spans,
     encode_pruned_chart_by_word_spans,
@@ -292,17 +293,6 @@ print(result['tree'])
 
 
 # Fast-R2D2: parser pruning (issue #28).
-
-
-def binary_trees(start: int, end: int):
-    """Every binary tree over words start .. end - 1: (spans of two or more words, splits in top-down pre-order)."""
-    if end - start == 1:
-        yield [], []
-        return
-    for split in range(start + 1, end):
-        for left_spans, left_splits in binary_trees(start, split):
-            for right_spans, right_splits in binary_trees(split, end):
-                yield [(start, end), *left_spans, *right_spans], [split - 1, *left_splits, *right_splits]
 
 
 def chart_tree(chart, b=0):
