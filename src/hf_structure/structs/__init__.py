@@ -6,6 +6,8 @@
   best binary tree over span scores (CKY).
 - `transitions`: arc-standard + SWAP and its static oracle.
 - `pruned_chart`: R2D2's pruned CKY chart over a learned composition function.
+- `merge_orders`: Fast-R2D2's trees as merge orders (from a top-down parser's split scores), encoding along one tree,
+  and the parser's training targets drawn from a chart.
 - `arc_hybrid`: exact DP over arc-hybrid derivations (minimal features, O(n^3); stack sizes, O(n^4)) and
   cost-augmented arc scores.
 
@@ -14,6 +16,7 @@ A model's Hub code cannot import these: it carries generated copies (`# Copied f
 
 from .arc_hybrid import hamming_augmented_arcs, minimal_feature_dp, stack_size_dp
 from .decoding import chu_liu_edmonds, cky, eisner
+from .merge_orders import encode_along_merges, merge_order_from_split_scores
 from .pruned_chart import ChartEncoding, encode_pruned_chart
 from .trees import (
     Span,
@@ -38,11 +41,13 @@ __all__ = [
     "distances_heights_to_tree",
     "distances_to_spans",
     "eisner",
+    "encode_along_merges",
     "encode_pruned_chart",
     "hamming_augmented_arcs",
     "heads_are_tree",
     "heads_to_spans",
     "is_projective",
+    "merge_order_from_split_scores",
     "minimal_feature_dp",
     "spans_to_bracketed",
     "stack_size_dp",
