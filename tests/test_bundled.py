@@ -144,3 +144,32 @@ def test_short_names_resolve_locally_in_transformers_pipeline(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     heads = json.loads(run.stdout.strip().splitlines()[-1])
     assert len(heads) == 3 and heads.count(0) == 1
+
+
+def test_an_unknown_bare_name_is_refused_with_the_bundled_names_and_never_reaches_the_hub(monkeypatch, tmp_path):
+    import socket
+
+    from transformers import pipeline
+
+    from hf_structure.pipelines import TASK, load_parser
+
+    def no_network(*args):
+        raise AssertionError("a network connection was attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    names = ", ".join(sorted(bundled_checkpoints()))
+    expected = (f"unknown model 'structformer_ptb' (did you mean 'structformer-ptb'?): not a folder, not a bundled "
+                f"model ({names}), not a Hub id (org/name)")
+    for resolve in (resolve_model_path, load_parser, lambda name: pipeline(TASK, model=name),
+                    lambda name: pipeline(TASK, name)):
+        with pytest.raises(ValueError) as error_info:
+            resolve("structformer_ptb")
+        assert str(error_info.value) == expected
+    with pytest.raises(ValueError, match=r"^unknown model 'does-not-exist': not a folder"):
+        resolve_model_path("does-not-exist")
+    # Folders (a folder named like a short name wins), bundled names and Hub ids resolve as before.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "structformer_ptb").mkdir()
+    assert resolve_model_path("structformer_ptb") == "structformer_ptb"
+    assert resolve_model_path(DEFAULT_MODEL) == str(BUNDLED)
+    assert resolve_model_path("org/does-not-exist") == "org/does-not-exist"

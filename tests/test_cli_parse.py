@@ -14,6 +14,7 @@ from tiny_models import save_tiny_model
 from hf_structure.cli import main
 
 ROOT = Path(__file__).parents[1]
+TINY_CONLLU = ROOT / "tests" / "fixtures" / "tiny.conllu"
 LINES = ["the old man sat on the bench", "a dog ran", "the dog , old , ran"]
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -306,3 +307,55 @@ def test_a_parser_without_options_refuses_one_before_parsing():
     pytest.importorskip("hf_structure_g2gtr_ewt", reason="the g2gtr-ewt package is not installed")
     with pytest.raises(SystemExit, match="--head-decoding eisner: .* does not take the option head_decoding"):
         main(["parse", "--model", "g2gtr-ewt", "--head-decoding", "eisner", "A dog barked."])
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+@pytest.mark.parametrize("command", ["parse", "evaluate"])
+def test_a_batch_size_below_one_is_a_usage_error(model, command, value, capsys):
+    arguments = {"parse": ["--model", model, "a dog ran"],
+                 "evaluate": ["--treebank", str(TINY_CONLLU), "--baseline", "left-branching"]}[command]
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, *arguments, "--batch-size", value])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"hf-structure {command}: error: argument --batch-size: expected a whole number of at least 1, got '{value}'"
+    )
+
+
+def test_input_lines_end_at_line_feeds_only(model, tmp_path):
+    # Each of these characters ends a line for `str.splitlines`; here each sits inside one line of the file.
+    lines = ["The man sat\x0cDogs bark .", "a dog\x1cran", "the\x85old man", "a dog\u2028ran", "\x0c", "the man sat"]
+    results = {}
+    for ending in ("\n", "\r\n"):
+        source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+        source.write_text(ending.join(lines) + ending, encoding="utf-8", newline="")
+        main(["parse", "--model", model, "--input", str(source), "--output", str(out)])
+        results[ending] = [json.loads(line) for line in out.read_text(encoding="utf-8").split("\n")[:-1]]
+    assert results["\n"] == results["\r\n"] and len(results["\n"]) == len(lines)
+    parsed = results["\n"]
+    for result in parsed[:4]:  # parsed, or refused with the line's own error
+        assert ("heads" in result) != ("error" in result)
+    assert parsed[4] == {"words": []}
+    check_line(parsed[5], ["the", "man", "sat"])
+
+
+@pytest.mark.parametrize("name, closest", [("structformer_ptb", "structformer-ptb"), ("does-not-exist", None)])
+@pytest.mark.parametrize("command", [["parse", "a dog ran"], ["evaluate", "--treebank", str(TINY_CONLLU)]],
+                         ids=["parse", "evaluate"])
+def test_an_unknown_bare_model_name_is_one_line_without_a_hub_lookup(name, closest, command, monkeypatch, capsys):
+    import socket
+
+    from hf_structure.bundled import bundled_checkpoints
+
+    def no_network(*args):
+        raise AssertionError("a network connection was attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--model", name])
+    assert exit_info.value.code == 2
+    hint = f" (did you mean {closest!r}?)" if closest else ""
+    assert capsys.readouterr().err == (
+        f"hf-structure {command[0]}: unknown model {name!r}{hint}: not a folder, not a bundled model "
+        f"({', '.join(sorted(bundled_checkpoints()))}), not a Hub id (org/name)\n"
+    )

@@ -8,6 +8,7 @@ hf-structure-<name>`) adds its own short names: `<short name> = "<module>:<attri
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from functools import lru_cache
 from importlib.metadata import entry_points
@@ -44,12 +45,22 @@ def bundled_checkpoints() -> dict[str, Path]:
 
 def resolve_model_path(name_or_path: str | Path) -> str:
     """A bundled checkpoint's folder for its short name; anything else as given (a folder or a Hub repo id).
-    A folder of the same name in the working directory wins over a short name."""
+    A folder of the same name in the working directory wins over a short name. A bare name (no `/`) that is neither
+    a folder nor bundled raises ValueError naming the bundled models: it is taken for a mistyped short name, so it
+    never reaches the Hub, whose lookup of it would end in a long, unrelated error."""
     name_or_path = str(name_or_path)
     if Path(name_or_path).exists():
         return name_or_path
-    folder = bundled_checkpoints().get(name_or_path)
-    return str(folder) if folder is not None else name_or_path
+    folders = bundled_checkpoints()
+    if name_or_path in folders:
+        return str(folders[name_or_path])
+    if "/" not in name_or_path:
+        names = sorted(folders)
+        closest = difflib.get_close_matches(name_or_path, names, n=1)
+        hint = f" (did you mean {closest[0]!r}?)" if closest else ""
+        raise ValueError(f"unknown model {name_or_path!r}{hint}: not a folder, not a bundled model "
+                         f"({', '.join(names)}), not a Hub id (org/name)")
+    return name_or_path
 
 
 def load_model_and_tokenizer(name_or_path: str = DEFAULT_MODEL):

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from .bundled import DEFAULT_MODEL
+from .bundled import DEFAULT_MODEL, resolve_model_path
 from .evaluation.baselines import BASELINES
 
 
@@ -17,11 +17,34 @@ def _fail(command: str, message: str) -> SystemExit:
     return SystemExit(f"hf-structure {command}: {message}")
 
 
+def _model_path(command: str, name: str) -> str:
+    """The folder or Hub id that `--model` names. An unknown bare name is a wrong option value, so it ends as
+    argparse ends those: one line on stderr and exit status 2."""
+    try:
+        return resolve_model_path(name)
+    except ValueError as error:
+        print(f"hf-structure {command}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _count(text: str) -> int:
+    """An argparse type for counts such as `--batch-size`: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 # ----------------------------------------------------------------------------------------------------------- parse
 
 
 def _read_lines(path: str) -> list[str]:
-    """The lines of a UTF-8 text file (blank ones kept, for alignment), or a clear error naming the file."""
+    """The lines of a UTF-8 text file (blank ones kept, for alignment), or a clear error naming the file. Only a line
+    feed ends a line (a CRLF's carriage return is dropped): `str.splitlines` also breaks at form feeds, U+001C-U+001E,
+    U+0085 and U+2028, which would give more results than input lines and shift every later one."""
     try:
         data = Path(path).read_bytes()
     except OSError as error:
@@ -31,7 +54,8 @@ def _read_lines(path: str) -> list[str]:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise _fail("parse", f"{path}:{line}: not UTF-8 text (byte {error.start}); is it a binary file?") from None
-    return text.splitlines()
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if lines[-1] == "" else lines  # the text after a final newline is no line
 
 
 def _check_output(path: str | None, svg: str | None) -> None:
@@ -103,7 +127,7 @@ def _parse(args) -> None:
     _check_output(args.output, args.svg)
     from .pipelines import load_parser
 
-    parser = load_parser(args.model)
+    parser = load_parser(_model_path("parse", args.model))
     flags = {"head_decoding": "--head-decoding", "tree_decoding": "--tree-decoding"}
     options = {option: getattr(args, option) for option in flags if getattr(args, option)}
     try:
@@ -158,9 +182,10 @@ def _evaluate(args) -> dict:
         raise _fail("evaluate", str(error)) from None
     if args.baseline:
         return evaluate_baseline(args.treebank, args.baseline, args.seed)
-    from .bundled import load_model_and_tokenizer, resolve_model_path
+    from .bundled import load_model_and_tokenizer
 
-    model, tokenizer = load_model_and_tokenizer(args.model)
+    model_path = _model_path("evaluate", args.model)
+    model, tokenizer = load_model_and_tokenizer(model_path)
     if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
         from .evaluation.scoring import evaluate_on_conllu
 
@@ -181,7 +206,7 @@ def _evaluate(args) -> dict:
     if args.record:
         from .hub.records import EVAL_RECORD, read_json, write_json
 
-        path = Path(resolve_model_path(args.model)) / EVAL_RECORD
+        path = Path(model_path) / EVAL_RECORD
         record = read_json(path) if path.is_file() else {}  # other keys of an existing record are kept
         record.update({key: value for key, value in scores.items() if key != "parser"})
         record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
@@ -214,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON")
     parse.add_argument("--svg", metavar="OUT.svg", help="also draw each parse as SVG (OUT-<line>.svg if several)")
     parse.add_argument("--strict", action="store_true", help="exit with status 1 when any line fails")
-    parse.add_argument("--batch-size", type=int, default=32)
+    parse.add_argument("--batch-size", type=_count, default=32)
 
     evaluate = commands.add_parser("evaluate", help="score a model or a baseline on a gold treebank (one JSON line)")
     evaluate.add_argument(
@@ -230,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "hf_structure_eval.json, for its model card (other keys there are kept)")
     evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
     evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("--batch-size", type=_count, default=64)
     return parser
 
 

@@ -24,18 +24,28 @@ PIPELINE_REGISTRY.register_pipeline(
 
 def _resolving_short_names(pipeline_factory):
     """`transformers.pipeline` with bundled short names given as `model`, `config` or `tokenizer` replaced by their
-    folders; everything else passes through unchanged."""
+    folders, and for this package's task an unknown bare model name refused (`resolve_model_path`); everything else
+    passes through unchanged."""
     if getattr(pipeline_factory, "resolves_hf_structure_names", False):
         return pipeline_factory
 
     @functools.wraps(pipeline_factory)
     def pipeline(*args, **kwargs):
         names = bundled_checkpoints()
+        # Only for this task is a bare name one of this package's short names; other tasks keep the Hub's bare ids
+        # (`bert-base-uncased`).
+        checks_model_names = (args[0] if args else kwargs.get("task")) == TASK
+
+        def resolved(value, key: str):
+            if isinstance(value, str) and (value in names or (checks_model_names and key == "model")):
+                return resolve_model_path(value)
+            return value
+
         for key in ("model", "config", "tokenizer"):
-            if isinstance(kwargs.get(key), str) and kwargs[key] in names:
-                kwargs[key] = resolve_model_path(kwargs[key])
-        if len(args) > 1 and isinstance(args[1], str) and args[1] in names:  # pipeline(task, model, ...)
-            args = (args[0], resolve_model_path(args[1]), *args[2:])
+            if key in kwargs:
+                kwargs[key] = resolved(kwargs[key], key)
+        if len(args) > 1:  # pipeline(task, model, ...)
+            args = (args[0], resolved(args[1], "model"), *args[2:])
         return pipeline_factory(*args, **kwargs)
 
     pipeline.resolves_hf_structure_names = True
