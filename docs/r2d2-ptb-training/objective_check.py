@@ -64,15 +64,7 @@ def main() -> None:
     model = R2D2ForLanguageModeling(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
     for _ in range(args.steps):
-        batch = rng.sample(train, 32)
-        encoded = tokenizer([" ".join(words) for words, _ in batch], padding=True, return_tensors="pt")
-        labels = encoded["input_ids"].masked_fill(encoded["attention_mask"].eq(0), -100)
-        model.train()
-        loss = model(**encoded, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        toy_grammar.training_step(model, tokenizer, optimizer, rng.sample(train, 32))
     model.eval()
     parses = model.parse([words for words, _ in test], tokenizer)
     gold = [scored_spans(spans, len(w)) for w, spans in test]

@@ -73,6 +73,19 @@ def branching(length, right):
     return {(0, e) for e in range(2, length + 1)}
 
 
+def training_step(model, tokenizer, optimizer, batch) -> torch.Tensor:
+    """One optimiser step of the bidirectional LM on `batch` (sentences with their trees); returns the loss."""
+    encoded = tokenizer([" ".join(words) for words, _ in batch], padding=True, return_tensors="pt")
+    labels = encoded["input_ids"].masked_fill(encoded["attention_mask"].eq(0), -100)
+    model.train()
+    loss = model(**encoded, labels=labels).loss
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=600)
@@ -131,15 +144,7 @@ def main() -> None:
     step = 0
     while (time.time() - start < args.seconds) if args.seconds else (step < args.steps):
         step += 1
-        batch = rng.sample(train, args.batch_size)
-        encoded = tokenizer([" ".join(words) for words, _ in batch], padding=True, return_tensors="pt")
-        labels = encoded["input_ids"].masked_fill(encoded["attention_mask"].eq(0), -100)
-        model.train()
-        loss = model(**encoded, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        loss = training_step(model, tokenizer, optimizer, rng.sample(train, args.batch_size))
         if schedule:
             schedule.step()
         if step % args.eval_every == 0:
