@@ -48,24 +48,6 @@ def spans_only_model(tmp_path_factory) -> str:
     return str(save_tiny_r2d2(tmp_path_factory.mktemp("cli") / "tiny-r2d2"))
 
 
-@pytest.fixture
-def parse_calls(monkeypatch) -> list:
-    """The batches R2D2's `parse` is called with (its signature kept, as the option check reads it)."""
-    import functools
-
-    from hf_structure import R2D2Model
-
-    calls, parse = [], R2D2Model.parse
-
-    @functools.wraps(parse)
-    def recording_parse(self, sentences, tokenizer, **options):
-        calls.append(sentences)
-        return parse(self, sentences, tokenizer, **options)
-
-    monkeypatch.setattr(R2D2Model, "parse", recording_parse)
-    return calls
-
-
 def tree_leaves(tree: str) -> list[str]:
     return tree.replace("(", " ").replace(")", " ").split()
 
@@ -246,37 +228,6 @@ def test_draw_and_svg_of_a_model_without_heads_show_the_tree_alone(spans_only_mo
     assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == parses[0]["words"]
     assert len([c for c in root.iter(SVG + "circle") if c.get("class") == "node"]) == len(parses[0]["spans"])
     assert not [p for p in root.iter(SVG + "path") if p.get("class") == "arc"]
-
-
-def test_an_option_the_model_does_not_take_is_one_error_before_parsing(spans_only_model, parse_calls, tmp_path):
-    import inspect
-
-    from hf_structure import R2D2Model
-
-    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
-    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    with pytest.raises(SystemExit) as exit_info:
-        main(["parse", "--model", spans_only_model, "--head-decoding", "eisner", "--input", str(source),
-              "--output", str(out)])
-    takes = ", ".join(list(inspect.signature(R2D2Model.parse).parameters)[3:]) or "no options"
-    assert str(exit_info.value.code) == (
-        f"hf-structure parse: --head-decoding eisner: R2D2Model (model type 'r2d2', {spans_only_model}) does not "
-        f"take the option head_decoding; its parse takes {takes}"
-    )
-    assert parse_calls == [] and not out.exists()
-
-
-def test_conllu_of_a_model_without_heads_is_one_error_after_the_first_batch(spans_only_model, parse_calls, tmp_path):
-    source, out = tmp_path / "in.txt", tmp_path / "out.conllu"
-    source.write_text("\n".join(LINES * 3) + "\n", encoding="utf-8")
-    with pytest.raises(SystemExit) as exit_info:
-        main(["parse", "--model", spans_only_model, "--conllu", "--batch-size", "2", "--input", str(source),
-              "--output", str(out)])
-    assert str(exit_info.value.code) == (
-        f"hf-structure parse: --conllu writes dependency heads, and the model {spans_only_model} gives none (its "
-        "parses have spans, tree); use the JSON output, --draw or --svg"
-    )
-    assert len(parse_calls) == 1 and not out.exists()  # the other 7 lines were never parsed
 
 
 def test_tree_decoding_chooses_the_tree_and_one_a_model_lacks_is_one_clear_error(tmp_path, capsys):

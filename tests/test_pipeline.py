@@ -7,7 +7,7 @@ import json
 import pytest
 from tiny_models import save_tiny_model
 
-import hf_structure  # noqa: F401  (registers the task)
+from hf_structure import UnsupportedOptionError  # (importing hf_structure registers the task)
 
 LIMIT = 16  # the tiny model's max_position_embeddings
 TEXT = "The old man sat on the bench."
@@ -105,21 +105,12 @@ def test_structures_option_returns_only_what_is_asked_and_skips_the_rest(parser,
     assert parser(SENTENCES, batch_size=2, structures="constituency") == trees
 
 
-def test_structures_option_errors(parser, monkeypatch):
-    with pytest.raises(ValueError, match="structures must be one or more of"):
+def test_structures_option_errors(parser):
+    # A structure the model does not give (R2D2's dependencies ...): tests/test_parse_options.py.
+    with pytest.raises(UnsupportedOptionError, match="does not take structures='dependencies'"):
         parser(TEXT, structures="dependencies")
-    with pytest.raises(ValueError, match="structures must be one or more of"):
+    with pytest.raises(UnsupportedOptionError, match=r"does not take structures=\[\]"):
         parser(TEXT, structures=[])
-    # A model whose parses hold no heads (as R2D2's) cannot answer a dependency request.
-    parse = parser.model.parse
-
-    def spans_only(sentences, tokenizer, **options):
-        return [{key: value for key, value in p.items() if key != "heads"} for p in parse(sentences, tokenizer)]
-
-    monkeypatch.setattr(parser.model, "parse", spans_only)
-    with pytest.raises(ValueError, match="this model gives no dependency structure"):
-        parser(TEXT, structures="dependency")
-    assert "heads" not in parser(TEXT, structures="constituency")
 
 
 def test_batched_scores_match(parser):
@@ -288,7 +279,7 @@ def test_conllu_output(parser):
 
 
 def test_invalid_output_format(parser):
-    with pytest.raises(ValueError, match="output_format must be 'json' or 'conllu'.*'xml'"):
+    with pytest.raises(UnsupportedOptionError, match=r"not take output_format='xml'; .*output_format='json'\|'conllu'"):
         parser(TEXT, output_format="xml")
 
 
@@ -398,47 +389,8 @@ def test_heads_are_a_tree_unless_the_argmax_rule_is_asked_for(parser):
                 assert is_projective(result["heads"])
     per_word = parser(sentences, batch_size=3, head_decoding="argmax")
     assert all(result["heads"].count(0) == 1 for result in per_word)  # the highest word is the root in every rule
-    with pytest.raises(ValueError, match="head_decoding must be one of"):
+    with pytest.raises(UnsupportedOptionError, match="does not take head_decoding='greedy'"):
         parser(TEXT, head_decoding="greedy")
-
-
-def test_an_option_the_model_does_not_take_is_a_clear_error_before_parsing(parser, tmp_path, monkeypatch):
-    import functools
-    import inspect
-
-    from test_cli_parse import save_tiny_r2d2
-    from transformers import pipeline
-
-    from hf_structure import R2D2Model
-
-    folder = save_tiny_r2d2(tmp_path / "tiny-r2d2")
-    takes = ", ".join(list(inspect.signature(R2D2Model.parse).parameters)[3:]) or "no options"
-    expected = (
-        f"R2D2Model (model type 'r2d2', {folder}) does not take the option head_decoding; its parse takes {takes}"
-    )
-    with pytest.raises(ValueError) as error_info:
-        pipeline("unsupervised-parsing", model=str(folder), head_decoding="eisner")
-    assert str(error_info.value) == expected
-    spans_only = pipeline("unsupervised-parsing", model=str(folder))
-    calls, parse = [], spans_only.model.parse
-
-    @functools.wraps(parse)  # the same signature, as the check reads it
-    def recording_parse(sentences, tokenizer, **options):
-        calls.append(sentences)
-        return parse(sentences, tokenizer, **options)
-
-    monkeypatch.setattr(spans_only.model, "parse", recording_parse)
-    with pytest.raises(ValueError) as error_info:
-        spans_only(SENTENCES, batch_size=2, head_decoding="eisner")
-    assert str(error_info.value) == expected and calls == []
-
-    # What a model takes is read from its `parse`; one that takes `**options` checks them itself.
-    with pytest.raises(ValueError, match="not take the option head_decodng; its parse takes head_decoding, structures"):
-        parser(TEXT, head_decodng="eisner")  # a misspelt option is not silently ignored
-    with pytest.raises(ValueError, match="not take the options pruning, decoding; its parse takes head_decoding, str"):
-        parser.check_parse_options({"head_decoding": "eisner", "pruning": "parser", "decoding": "chart"})
-    monkeypatch.setattr(parser.model, "parse", lambda sentences, tokenizer, **options: [])
-    parser.check_parse_options({"pruning": "parser"})
 
 
 def test_any_option_the_model_takes_goes_to_its_parse(parser, monkeypatch):
@@ -449,5 +401,6 @@ def test_any_option_the_model_takes_goes_to_its_parse(parser, monkeypatch):
         return parse(sentences, tokenizer)
 
     monkeypatch.setattr(parser.model, "parse", parse_with_a_flavour)
+    monkeypatch.setattr(parser.model, "parse_options", {"flavour": ("sweet", "sour")})  # what it declares
     assert parser(TEXT, flavour="sweet") == parser(TEXT, flavour=None)
     assert calls == ["sweet", None]

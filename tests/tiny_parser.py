@@ -38,8 +38,11 @@ class TinyParserModel(PreTrainedModel):
         right = hidden[:, None].expand(-1, length, -1, -1).contiguous()
         return self.arc(left, right).squeeze(-1)  # (B, L, L): score of j heading i
 
+    parse_options = {}  # the parse contract: no option; parses hold heads and labels
+    parse_outputs = ("heads", "deprels")
+
     @torch.no_grad()
-    def parse(self, sentences, tokenizer, **options):
+    def parse(self, sentences, tokenizer):
         encoded = tokenizer([list(s) for s in sentences], is_split_into_words=True, padding=True, return_tensors="pt")
         scores = self(encoded["input_ids"], encoded["attention_mask"])
         results = []

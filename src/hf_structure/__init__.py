@@ -121,6 +121,7 @@ register_model(
 )
 
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the model classes above)
+from .pipelines.unsupervised_parsing import UnsupportedOptionError  # noqa: E402
 
 __all__ = [
     "ArcHybridConfig",
@@ -135,6 +136,7 @@ __all__ = [
     "StructFormerConfig",
     "StructFormerForMaskedLM",
     "StructFormerModel",
+    "UnsupportedOptionError",
     "__version__",
     "model_spec",
     "register_model",

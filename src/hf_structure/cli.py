@@ -64,11 +64,9 @@ def _check_output(path: str | None, svg: str | None) -> None:
             raise _fail("parse", f"cannot write {target}: folder {Path(target).resolve().parent} does not exist")
 
 
-def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, options: dict,
-                 check_parse=None) -> list[dict]:
+def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, options: dict) -> list[dict]:
     """One result per line: a parse, `{"words": []}` for a blank line, or `{"words": ..., "error": ...}` for a line
-    that cannot be parsed. A batch that fails is retried item by item, so one bad line never costs the others.
-    `check_parse(parse)` sees each parse as its batch comes back, so that it can stop the command early."""
+    that cannot be parsed. A batch that fails is retried item by item, so one bad line never costs the others."""
     results: list[dict | None] = [None] * len(lines)
     pending = []
     for index, line in enumerate(lines):
@@ -99,8 +97,6 @@ def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, 
                 except (TypeError, ValueError, RuntimeError) as error:
                     parsed.append({"words": lines[single[0]].split(), "error": f"line {single[0] + 1}: {error}"})
         for (index, _), result in zip(chunk, parsed):
-            if check_parse and "error" not in result:
-                check_parse(result)
             results[index] = result
     return results
 
@@ -126,25 +122,15 @@ def _parse(args) -> None:
         raise _fail("parse", f"no sentence in {args.input}" if args.input else "give a sentence or --input FILE")
     _check_output(args.output, args.svg)
     from .pipelines import load_parser
+    from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options
 
     parser = load_parser(_model_path("parse", args.model))
-    flags = {"head_decoding": "--head-decoding", "tree_decoding": "--tree-decoding"}
-    options = {option: getattr(args, option) for option in flags if getattr(args, option)}
-    try:
-        parser.check_parse_options(options)
-    except ValueError as error:
-        given = " ".join(f"{flags[option]} {value}" for option, value in options.items())
-        raise _fail("parse", f"{given}: {error}") from None
-
-    def check_has_heads(parse):
-        # A model either gives heads or it does not: the first batch tells, and the other lines are not parsed.
-        if "heads" not in parse:
-            given = ", ".join(sorted(set(parse) - {"words"})) or "no structure"
-            raise _fail("parse", f"--conllu writes dependency heads, and the model {args.model} gives none (its "
-                                 f"parses have {given}); use the JSON output, --draw or --svg")
-
-    results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options,
-                           check_has_heads if args.conllu else None)
+    options, flags = _pipeline_options(args)
+    try:  # every option the command was given, against what the model declares, before any line is parsed
+        check_options(parser.model, {**options, "output_format": "conllu" if args.conllu else None})
+    except UnsupportedOptionError as error:
+        raise _fail("parse", f"{' '.join(flags[option] for option in error.options)}: {error}") from None
+    results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options)
     output_format = "conllu" if args.conllu else "text" if args.draw else "json"
     with open(args.output, "w", encoding="utf-8") if args.output else contextlib.nullcontext(sys.stdout) as output:
         for result in results:
@@ -161,6 +147,38 @@ def _parse(args) -> None:
               file=sys.stderr)
         if args.strict:
             raise SystemExit(1)
+
+
+def _model_option_values() -> dict[str, dict[str, tuple]]:
+    """Each keyword option of a registered model's `parse` (`head_decoding` ...), with the values each model type
+    takes; `structures` is the pipeline's (`--structures`)."""
+    from .registry import MODEL_SPECS
+
+    values: dict[str, dict[str, tuple]] = {}
+    for spec in MODEL_SPECS.values():
+        for option, accepted in spec.parse_options.items():
+            if option != "structures":
+                values.setdefault(option, {})[spec.model_type] = accepted
+    return dict(sorted(values.items()))
+
+
+def _option_flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def _pipeline_options(args) -> tuple[dict, dict]:
+    """The pipeline options the command line gives, and for each the flags that gave it (for error messages); the
+    `--conllu` output is `output_format="conllu"`."""
+    options = {option: getattr(args, option) for option in _model_option_values() if getattr(args, option)}
+    flags = {option: f"{_option_flag(option)} {value}" for option, value in options.items()}
+    if args.structures:
+        options["structures"], flags["structures"] = args.structures, f"--structures {','.join(args.structures)}"
+    if args.scores:
+        options["return_scores"], flags["return_scores"] = True, "--scores"
+    if args.drop_punctuation:
+        options["keep_punctuation"], flags["keep_punctuation"] = False, "--drop-punctuation"
+    flags["output_format"] = "--conllu"
+    return options, flags
 
 
 def _numbered(path: str, number: int) -> str:
@@ -183,9 +201,13 @@ def _evaluate(args) -> dict:
     if args.baseline:
         return evaluate_baseline(args.treebank, args.baseline, args.seed)
     from .bundled import load_model_and_tokenizer
+    from .registry import model_spec
 
     model_path = _model_path("evaluate", args.model)
     model, tokenizer = load_model_and_tokenizer(model_path)
+    perplexity_kind = model_spec(model.config.model_type).language_model_perplexity
+    if args.lm_text and perplexity_kind is None:  # refused before the treebank is parsed
+        raise _fail("evaluate", f"--lm-text: {args.model} is not a language model")
     if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
         from .evaluation.scoring import evaluate_on_conllu
 
@@ -195,13 +217,9 @@ def _evaluate(args) -> dict:
     perplexity_key = None
     if args.lm_text:
         from .evaluation.perplexity import LANGUAGE_MODEL_PERPLEXITIES
-        from .registry import model_spec
 
-        kind = model_spec(model.config.model_type).language_model_perplexity
-        if kind is None:
-            raise _fail("evaluate", f"--lm-text: {args.model} is not a language model")
-        perplexity_key, perplexity = LANGUAGE_MODEL_PERPLEXITIES[kind]
-        options = {"seed": args.seed} if kind == "masked" else {}
+        perplexity_key, perplexity = LANGUAGE_MODEL_PERPLEXITIES[perplexity_kind]
+        options = {"seed": args.seed} if perplexity_kind == "masked" else {}
         scores[perplexity_key] = round(perplexity(model, tokenizer, args.lm_text, **options), 2)
     if args.record:
         from .hub.records import EVAL_RECORD, read_json, write_json
@@ -229,11 +247,17 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--input", help="a UTF-8 file with one sentence per line (blank lines give empty results)")
     parse.add_argument("--output", help="write here (default: standard output)")
     parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words")
-    parse.add_argument("--head-decoding", metavar="METHOD",
-                       help="how the model decodes heads, e.g. argmax, eisner, chu-liu-edmonds (default: its own)")
-    parse.add_argument("--tree-decoding", metavar="METHOD",
-                       help="which tree the model gives, e.g. parser or chart for R2D2 with parser pruning "
-                       "(default: its own)")
+    for option, values in _model_option_values().items():  # the models' own options, as they declare them
+        takes = "; ".join(f"{model_type}: {', '.join(map(str, accepted))}" for model_type, accepted in values.items())
+        parse.add_argument(_option_flag(option), dest=option, metavar="VALUE",
+                           help=f"the model's {option} ({takes}; default: the model's own)")
+    parse.add_argument("--structures", type=lambda text: tuple(text.split(",")), metavar="NAMES",
+                       help="only these structures, comma-separated: constituency, dependency (default: all the model "
+                       "gives; a model that can skip the work for the others skips it)")
+    parse.add_argument("--scores", action="store_true", help="add the model's scores to each JSON line (models "
+                       "whose parses have them)")
+    parse.add_argument("--drop-punctuation", action="store_true", help="leave out the punctuation the model did not "
+                       "see (models that reattach punctuation)")
     style = parse.add_mutually_exclusive_group()
     style.add_argument("--draw", action="store_true", help="draw the trees as text instead of JSON")
     style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON")

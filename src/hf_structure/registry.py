@@ -40,7 +40,9 @@ class ModelSpec:
         auto_classes: Auto class name -> model class, e.g. `{"AutoModel": XModel, "AutoModelForMaskedLM": XForMLM}`;
             each is registered with transformers and saved in `auto_map` for remote code.
         parsing_class: the Auto class name that CLI, evaluation and export load a checkpoint with (the class must
-            have `parse`); the pipeline uses `AutoModel`.
+            have `parse`); the pipeline uses `AutoModel`. Every class with `parse` declares beside it the options
+            `parse` takes (`parse_options`: name -> the values it takes) and what a parse holds (`parse_outputs`);
+            the spec reads them from the parsing class (`parse_options`, `parse_outputs` below).
         card_template: file name of the model card template in `hf_structure/hub/templates/` (or an absolute path).
         card_metrics: the scores the card's table and model-index report, in order.
         card_tags, pipeline_tag, datasets: model-card metadata.
@@ -64,6 +66,31 @@ class ModelSpec:
     def model_type(self) -> str:
         return self.config_class.model_type
 
+    @property
+    def parse_options(self) -> dict[str, tuple]:
+        """The keyword options of the parsing class's `parse`, with every value the model type knows (an instance
+        may take fewer, by its config)."""
+        return self.auto_classes[self.parsing_class].parse_options
+
+    @property
+    def parse_outputs(self) -> tuple[str, ...]:
+        """The keys a parse holds besides `words` (`spans`, `heads`, `deprels`, `scores`)."""
+        return self.auto_classes[self.parsing_class].parse_outputs
+
+
+PARSE_OUTPUTS = ("spans", "heads", "deprels", "scores")
+
+
+def _check_parse_contract(model_type: str, model_class: type) -> None:
+    """A clear error when a class with `parse` does not declare the parse contract (the pipeline and CLI check calls
+    against it)."""
+    options, outputs = getattr(model_class, "parse_options", None), getattr(model_class, "parse_outputs", None)
+    name = f"{model_type}: {model_class.__name__}"
+    if not isinstance(options, dict) or not all(isinstance(v, tuple) and v for v in options.values()):
+        raise TypeError(f"{name} has parse but no valid parse_options (a dict: option -> the tuple of values it takes)")
+    if not isinstance(outputs, tuple) or not outputs or not set(outputs) <= set(PARSE_OUTPUTS):
+        raise TypeError(f"{name} has parse but no valid parse_outputs (a tuple of {', '.join(PARSE_OUTPUTS)})")
+
 
 MODEL_SPECS: dict[str, ModelSpec] = {}
 
@@ -72,13 +99,16 @@ def register_model(spec: ModelSpec) -> ModelSpec:
     """Record `spec` and register its classes with the Auto classes (and `auto_map`, for remote code)."""
     import transformers
 
+    if spec.parsing_class not in spec.auto_classes:
+        raise ValueError(f"{spec.model_type}: parsing_class {spec.parsing_class!r} is not among its auto_classes")
+    for model_class in spec.auto_classes.values():
+        if hasattr(model_class, "parse"):
+            _check_parse_contract(spec.model_type, model_class)
     AutoConfig.register(spec.model_type, spec.config_class, exist_ok=True)
     spec.config_class.register_for_auto_class()
     for auto_name, model_class in spec.auto_classes.items():
         getattr(transformers, auto_name).register(spec.config_class, model_class, exist_ok=True)
         model_class.register_for_auto_class(auto_name)
-    if spec.parsing_class not in spec.auto_classes:
-        raise ValueError(f"{spec.model_type}: parsing_class {spec.parsing_class!r} is not among its auto_classes")
     MODEL_SPECS[spec.model_type] = spec
     return spec
 

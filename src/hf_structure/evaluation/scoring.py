@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import torch
 
 from ..data.treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
+from ..pipelines.unsupervised_parsing import check_options
 from ..structs.trees import heads_are_tree
 from .baselines import baseline_parses
 from .metrics import attachment_scores, compound_pcfg_gold, label_recall, scored_spans, unlabelled_f1
@@ -55,7 +56,8 @@ def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
 @torch.no_grad()
 def parse_word_lists(model, tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64, **options) -> list:
     """`model.parse` over pre-split sentences, batched by length; results in input order. `options` go to `parse`
-    (e.g. `head_decoding`)."""
+    (e.g. `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`)."""
+    check_options(model, options)
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     results: list[dict | None] = [None] * len(sentences)
     was_training = model.training

@@ -6,6 +6,11 @@ word lists and returns one dict per sentence with `words` and what the model giv
 the model cannot parse raises `ValueError`. A model may also state `max_parse_words`, so that longer sentences are
 rejected before any batch runs.
 
+The model class declares, next to `parse`, what it takes and gives: `parse_options` (the keyword options of
+`parse`, each with the values it takes) and `parse_outputs` (the keys a parse holds besides `words`). Every call is
+checked against them before anything is parsed (`check_options`), and an option the model does not take, or a value
+it does not know, is an `UnsupportedOptionError` naming the option, the model and what it takes.
+
 What a model sees is its own business, stated by its config's `punctuation_policy`: `"reattach"` (the model was
 trained without punctuation: punctuation tokens are removed before the model and put back afterwards, each
 attached to the root word and lying inside the smallest constituent that contains both its neighbours) or
@@ -16,7 +21,6 @@ This file travels with a pushed model folder, so it imports only transformers an
 kept identical to their sources by `scripts/fix_copies.py` (checked by the tests).
 """
 
-import inspect
 import re
 import unicodedata
 from typing import NamedTuple
@@ -57,6 +61,60 @@ def spans_to_bracketed(words, spans) -> str:
 
 class SentenceError(ValueError):
     """A sentence that cannot be parsed; the message says why (and which item of a batch)."""
+
+
+class UnsupportedOptionError(ValueError):
+    """An option a model does not take, or a value of it the model does not know; raised before anything is parsed,
+    naming the option, the model and the options it takes. `options`: the names of the refused options."""
+
+    def __init__(self, message: str, options: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.options = options
+
+
+def accepted_options(model) -> dict[str, tuple]:
+    """Every option a call may give for `model`, with the values each takes: the pipeline's own options, as far as
+    the model can honour them, then the keyword options of its `parse` (`model.parse_options`).
+
+    `structures`: those the model's parses hold. `return_scores=True`: only a model whose parses hold `scores`.
+    `keep_punctuation=False` drops the punctuation the pipeline took away and put back, so it needs
+    `punctuation_policy="reattach"`; a model that sees every word attaches punctuation itself, and dropping it would
+    leave words headed by nothing. `output_format="conllu"`: only a model that gives heads. An option at its default
+    (`return_scores=False`, `keep_punctuation=True`, `output_format="json"`) asks nothing and is always taken.
+    """
+    outputs = getattr(model, "parse_outputs", None)
+    if outputs is None:
+        raise TypeError(f"{type(model).__name__} declares no parse_outputs: it is not an hf_structure parsing model")
+    reattaches = getattr(model.config, "punctuation_policy", "keep") == "reattach"
+    return {
+        "structures": tuple(name for name, keys in STRUCTURES.items() if keys[0] in outputs),
+        "return_scores": (False, True) if "scores" in outputs else (False,),
+        "keep_punctuation": (True, False) if reattaches else (True,),
+        "output_format": ("json", "conllu") if "heads" in outputs else ("json",),
+        **getattr(model, "parse_options", {}),
+    }
+
+
+def check_options(model, options: dict) -> None:
+    """An `UnsupportedOptionError` when `options` (None: not given) hold an option `model` does not take or a value
+    it does not know (for a list, such as `structures`, each of its values), before anything is parsed."""
+    accepted = accepted_options(model)
+    refused = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        given = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+        if name not in accepted:
+            refused[name] = f"the option {name}"
+        elif not given or any(item not in accepted[name] for item in given):
+            refused[name] = f"{name}={value!r}"
+    if refused:
+        takes = ", ".join(f"{name}={'|'.join(map(repr, values))}" for name, values in accepted.items())
+        raise UnsupportedOptionError(
+            f"{type(model).__name__} (model type {model.config.model_type!r}, {model.name_or_path}) does not take "
+            f"{', '.join(refused.values())}; it takes {takes}",
+            tuple(refused),
+        )
 
 
 # Exactly the characters `check_words` rejects inside a word: `str.isspace` and Unicode category Cc.
@@ -106,11 +164,12 @@ class UnsupervisedParsingPipeline(Pipeline):
     `deprels` for dependencies. Options: `structures` (`"constituency"`,
     `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
     skips it; default: all the model gives), `keep_punctuation=False` (drop
-    re-attached punctuation from the output), `return_scores=True` (the model's extras under `scores`),
-    `output_format="conllu"` (CoNLL-U text). Any other option is the model's and goes to its `parse`, e.g.
+    re-attached punctuation from the output: models with `punctuation_policy="reattach"` only), `return_scores=True`
+    (the model's extras under `scores`, where its parses have them), `output_format="conllu"` (CoNLL-U text, for
+    models that give heads). Any other option is the model's and goes to its `parse`, e.g.
     `head_decoding` for models that decode heads from arc scores (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`;
-    default: the model's config); one its `parse` does not take is a ValueError naming it, raised before anything is
-    parsed.
+    default: the model's config). An option the model does not take (see `accepted_options`), or a value it does not
+    know, is an `UnsupportedOptionError` naming it, raised before anything is parsed.
     """
 
     _load_processor = False
@@ -127,47 +186,29 @@ class UnsupervisedParsingPipeline(Pipeline):
         structures=None,
         **parse_options,
     ):
+        check_options(
+            self.model,
+            {"structures": structures, "keep_punctuation": keep_punctuation, "return_scores": return_scores,
+             "output_format": output_format, **parse_options},
+        )
+        if isinstance(structures, str):
+            structures = (structures,)
         preprocess, forward, postprocess = {}, {}, {}
         if structures is not None:
-            structures = (structures,) if isinstance(structures, str) else tuple(structures)
-            unknown = [name for name in structures if name not in STRUCTURES]
-            if unknown or not structures:
-                raise ValueError(f"structures must be one or more of {list(STRUCTURES)}, got {list(structures)}")
-            postprocess["structures"] = structures
-            # Only a model whose `parse` takes `structures` can skip work; the others' outputs are filtered.
-            if "structures" in inspect.signature(self.model.parse).parameters:
-                forward["structures"] = structures
+            postprocess["structures"] = tuple(structures)
         if is_split_into_words is not None:
             preprocess["is_split_into_words"] = is_split_into_words
-        # The model's own options (None: its default); the model says which values it knows.
-        forward.update((name, value) for name, value in parse_options.items() if value is not None)
-        self.check_parse_options(forward)
+        # The model's own options (None: its default), and `structures` where its `parse` can skip the others' work.
+        model_options = {"structures": structures, **parse_options}
+        takes = getattr(self.model, "parse_options", {})
+        forward.update((name, value) for name, value in model_options.items() if value is not None and name in takes)
         if keep_punctuation is not None:
             postprocess["keep_punctuation"] = keep_punctuation
         if return_scores is not None:
             postprocess["return_scores"] = return_scores
         if output_format is not None:
-            if output_format not in ("json", "conllu"):
-                raise ValueError(f"output_format must be 'json' or 'conllu', got {output_format!r}")
             postprocess["output_format"] = output_format
         return preprocess, forward, postprocess
-
-    def check_parse_options(self, options) -> None:
-        """A ValueError naming the options (keyword arguments of `model.parse`) the model does not take, the model,
-        and what it takes; read from `parse`'s signature, so it is raised before anything is parsed. A `parse` that
-        takes `**options` checks them itself."""
-        parameters = list(inspect.signature(self.model.parse).parameters.values())[2:]  # after sentences, tokenizer
-        if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
-            return
-        accepted = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        unknown = [name for name in options if name not in accepted]
-        if unknown:
-            model = self.model
-            raise ValueError(
-                f"{type(model).__name__} (model type {model.config.model_type!r}, {model.name_or_path}) does not take "
-                f"the option{'s' * (len(unknown) > 1)} {', '.join(unknown)}; its parse takes "
-                + (", ".join(accepted) if accepted else "no options")
-            )
 
     def __call__(self, inputs, **kwargs):
         split = bool(kwargs.get("is_split_into_words"))
@@ -251,10 +292,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         self, model_outputs, keep_punctuation=True, return_scores=False, output_format="json", structures=None
     ):
         parse, sentence = model_outputs["parse"], model_outputs["sentence"]
-        if structures is not None:
-            missing = [name for name in structures if STRUCTURES[name][0] not in parse]
-            if missing:
-                raise ValueError(f"this model gives no {' or '.join(missing)} structure")
+        if structures is not None:  # each one the model gives (`check_options`)
             dropped = {key for name, keys in STRUCTURES.items() if name not in structures for key in keys}
             parse = {key: value for key, value in parse.items() if key not in dropped}
         if keep_punctuation:

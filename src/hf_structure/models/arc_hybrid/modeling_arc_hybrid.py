@@ -444,6 +444,11 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             loss = arc_loss + label_loss + transition_loss + matching_loss
         return ArcHybridOutput(loss=loss, word_states=words, arc_log_probs=arc_log_probs)
 
+    # The parse contract (the pipeline and CLI check every call against it before parsing): the keyword options of
+    # `parse` with the values each takes, and what a parse holds besides `words`.
+    parse_options = {"head_decoding": HEAD_DECODINGS}
+    parse_outputs = ("heads", "deprels")
+
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
         """Parse a batch of sentences given as words (punctuation included).

@@ -294,6 +294,11 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             loss = F.cross_entropy(action_logits.float(), actions) + label_loss / arc_labels.ne(-100).sum().clamp(min=1)
         return G2GTrOutput(loss=loss, action_logits=action_logits, label_logits=label_logits)
 
+    # The parse contract (the pipeline and CLI check every call against it before parsing): `parse` takes no
+    # option, and a parse holds heads and labels besides `words`.
+    parse_options = {}
+    parse_outputs = ("heads", "deprels")
+
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
         """Parse a batch of sentences given as words (punctuation included). All unfinished sentences advance one

@@ -796,6 +796,7 @@ class R2D2Model(R2D2PreTrainedModel):
         self.composition_score = nn.Linear(config.hidden_size, 1)
         self.node_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, elementwise_affine=False)
         self.split_parser = R2D2SplitParser(config) if config.pruning == "parser" else None
+        self.parse_options = {"tree_decoding": config.reported_tree_decodings}
         self.post_init()
 
     def get_input_embeddings(self):
@@ -916,6 +917,12 @@ class R2D2Model(R2D2PreTrainedModel):
     def max_parse_words(self) -> int:
         return self.config.max_parse_words
 
+    # The parse contract (the pipeline and CLI check every call against it before parsing): the keyword options of
+    # `parse` with the values each takes (an instance lists those of its config's pruning), and what a parse holds
+    # besides `words`.
+    parse_options = {"tree_decoding": R2D2Config.tree_decodings}
+    parse_outputs = ("spans",)
+
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer, tree_decoding: str | None = None) -> list[dict]:
         """Parse a batch of sentences given as words (one token per word, as in the training text).
@@ -976,6 +983,7 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     def __init__(self, config: R2D2Config):
         super().__init__(config)
         self.r2d2 = R2D2Model(config)
+        self.parse_options = self.r2d2.parse_options
         self.prediction_head = nn.Sequential(
             nn.Linear(config.hidden_size, config.hidden_size),
             nn.GELU(),
@@ -1061,6 +1069,9 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     @property
     def max_parse_words(self) -> int:
         return self.r2d2.max_parse_words
+
+    parse_options = R2D2Model.parse_options
+    parse_outputs = R2D2Model.parse_outputs
 
     def parse(self, sentences: list[list[str]], tokenizer, tree_decoding: str | None = None) -> list[dict]:
         """See `R2D2Model.parse`."""

@@ -891,6 +891,11 @@ class StructFormerModel(StructFormerPreTrainedModel):
         """The longest sentence `parse` accepts (one position per word)."""
         return self.config.max_position_embeddings
 
+    # The parse contract (the pipeline and CLI check every call against it before parsing): the keyword options of
+    # `parse` with the values each takes, and what a parse holds besides `words`.
+    parse_options = {"head_decoding": HEAD_DECODINGS, "structures": ("constituency", "dependency")}
+    parse_outputs = ("spans", "heads", "scores")
+
     @torch.no_grad()
     def parse(
         self,
@@ -991,6 +996,9 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
     @property
     def max_parse_words(self) -> int:
         return self.structformer.max_parse_words
+
+    parse_options = StructFormerModel.parse_options
+    parse_outputs = StructFormerModel.parse_outputs
 
     def parse(
         self,

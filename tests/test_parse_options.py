@@ -1,0 +1,227 @@
+"""The parse contract: each model declares beside `parse` the options it takes (`parse_options`) and what its parses
+hold (`parse_outputs`); the pipeline and `hf-structure parse` check every call against that declaration before
+anything is parsed, and refuse an option a model does not take the same way, with one `UnsupportedOptionError`
+naming the option, the model and what it takes (one test per option and model, on tiny random models)."""
+
+import pytest
+from tiny_models import save_tiny_model
+from tiny_treebank import DEPRELS
+
+from hf_structure import (
+    ArcHybridConfig,
+    ArcHybridForParsing,
+    G2GTrConfig,
+    G2GTrForParsing,
+    R2D2Config,
+    R2D2ForLanguageModeling,
+    UnsupportedOptionError,
+    model_spec,
+)
+from hf_structure.cli import main
+from hf_structure.data.tokenization import build_word_tokenizer
+
+WORDS = ["the", "old", "man", "sat", "on", "the", "bench"]
+MODELS = ("structformer", "r2d2", "fast_r2d2", "arc_hybrid", "g2gtr")
+
+
+def save(model, tokenizer, folder):
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, bert_folder):
+    """A tiny random checkpoint of each model (both R2D2 prunings: they take different tree decodings)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    root = tmp_path_factory.mktemp("contract")
+    words = build_word_tokenizer([" ".join(WORDS)])
+    pieces = AutoTokenizer.from_pretrained(bert_folder)
+    torch.manual_seed(0)
+    r2d2 = dict(vocab_size=len(words), hidden_size=16, num_attention_heads=2, intermediate_size=32,
+                num_composition_layers=1, window_size=2)
+    bert = dict(vocab_size=len(pieces), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                intermediate_size=32, max_position_embeddings=64, deprels=DEPRELS)
+    return {
+        "structformer": str(save_tiny_model(root / "structformer", max_position_embeddings=16)),
+        "r2d2": save(R2D2ForLanguageModeling(R2D2Config(**r2d2)), words, root / "r2d2"),
+        "fast_r2d2": save(R2D2ForLanguageModeling(R2D2Config(**r2d2, pruning="parser", parser_embedding_size=8,
+                                                             parser_hidden_size=8, parser_num_layers=1)),
+                          words, root / "fast_r2d2"),
+        "arc_hybrid": save(ArcHybridForParsing(ArcHybridConfig(**bert, arc_size=16, label_size=16, step_size=16)),
+                           pieces, root / "arc_hybrid"),
+        "g2gtr": save(G2GTrForParsing(G2GTrConfig(**bert, action_hidden_size=16, label_hidden_size=16)), pieces,
+                      root / "g2gtr"),
+    }
+
+
+@pytest.fixture(scope="module")
+def parsers(folders):
+    from transformers import pipeline
+
+    return {name: pipeline("unsupervised-parsing", model=folder) for name, folder in folders.items()}
+
+
+# What each model takes: the contract as documented (README, the pipeline's `accepted_options`).
+ACCEPTED = {
+    "structformer": {"structures": ("constituency", "dependency"), "return_scores": (False, True),
+                     "keep_punctuation": (True, False), "output_format": ("json", "conllu"),
+                     "head_decoding": ("eisner", "chu-liu-edmonds", "argmax")},
+    "r2d2": {"structures": ("constituency",), "return_scores": (False,), "keep_punctuation": (True, False),
+             "output_format": ("json",), "tree_decoding": ("chart",)},
+    "fast_r2d2": {"structures": ("constituency",), "return_scores": (False,), "keep_punctuation": (True, False),
+                  "output_format": ("json",), "tree_decoding": ("parser", "chart")},
+    "arc_hybrid": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,),
+                   "output_format": ("json", "conllu"), "head_decoding": ("derivation", "eisner")},
+    "g2gtr": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,),
+              "output_format": ("json", "conllu")},
+}
+
+# For every option and model, a value the model does not take (None: it takes every value of that option), and the
+# command line that gives it.
+REFUSED = {
+    "head_decoding": {"structformer": "derivation", "r2d2": "eisner", "fast_r2d2": "eisner", "arc_hybrid": "argmax",
+                      "g2gtr": "eisner"},
+    "tree_decoding": {"structformer": "chart", "r2d2": "parser", "fast_r2d2": "greedy", "arc_hybrid": "chart",
+                      "g2gtr": "chart"},
+    "structures": {"structformer": ("dependencies",), "r2d2": ("dependency",), "fast_r2d2": ("dependency",),
+                   "arc_hybrid": ("constituency",), "g2gtr": ("constituency", "dependency")},
+    "return_scores": {"structformer": None, "r2d2": True, "fast_r2d2": True, "arc_hybrid": True, "g2gtr": True},
+    "keep_punctuation": {"structformer": None, "r2d2": None, "fast_r2d2": None, "arc_hybrid": False, "g2gtr": False},
+    "output_format": {"structformer": None, "r2d2": "conllu", "fast_r2d2": "conllu", "arc_hybrid": None,
+                      "g2gtr": None},
+}
+CASES = [(option, name) for option, values in REFUSED.items() for name, value in values.items() if value is not None]
+
+
+def flags_of(option, value) -> list[str]:
+    return {
+        "head_decoding": ["--head-decoding", str(value)],
+        "tree_decoding": ["--tree-decoding", str(value)],
+        "structures": ["--structures", ",".join(value) if isinstance(value, tuple) else str(value)],
+        "return_scores": ["--scores"],
+        "keep_punctuation": ["--drop-punctuation"],
+        "output_format": ["--conllu"],
+    }[option]
+
+
+def expected_message(name, option, value) -> str:
+    """The refusal's text after the model's name, written out from `ACCEPTED`."""
+    accepted = ACCEPTED[name]
+    refused = f"{option}={value!r}" if option in accepted else f"the option {option}"
+    takes = ", ".join(f"{name}={'|'.join(map(repr, values))}" for name, values in accepted.items())
+    return f"does not take {refused}; it takes {takes}"
+
+
+@pytest.fixture
+def no_parsing(monkeypatch, parsers):
+    """Every model's `parse` fails the test: a refused option must be refused before anything is parsed."""
+
+    def parse(self, *args, **kwargs):
+        raise AssertionError("parse was called")
+
+    for parser in parsers.values():
+        monkeypatch.setattr(type(parser.model), "parse", parse)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_each_model_declares_what_it_takes(parsers, name):
+    from hf_structure.pipelines.unsupervised_parsing import accepted_options
+
+    assert accepted_options(parsers[name].model) == ACCEPTED[name]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_value_a_model_takes_parses(parsers, name):
+    parser = parsers[name]
+    for option, values in ACCEPTED[name].items():
+        for value in values:
+            result = parser(WORDS, is_split_into_words=True, **{option: value})
+            if value == "conllu":
+                assert [row.split("\t")[1] for row in result.strip().split("\n")] == WORDS
+            else:
+                assert result["words"] == WORDS
+
+
+@pytest.mark.parametrize(("option", "name"), CASES)
+def test_the_pipeline_refuses_an_option_before_parsing(parsers, no_parsing, option, name):
+    parser, value = parsers[name], REFUSED[option][name]
+    model = parser.model
+    with pytest.raises(UnsupportedOptionError) as error_info:
+        parser([" ".join(WORDS)] * 3, batch_size=2, **{option: value})
+    assert str(error_info.value) == (
+        f"{type(model).__name__} (model type {model.config.model_type!r}, {model.name_or_path}) "
+        + expected_message(name, option, value)
+    )
+    assert error_info.value.options == (option,) and isinstance(error_info.value, ValueError)
+    with pytest.raises(UnsupportedOptionError, match="does not take"):  # given when the pipeline is made, too
+        type(parser)(model=model, tokenizer=parser.tokenizer, **{option: value})
+
+
+@pytest.mark.parametrize(("option", "name"), CASES)
+def test_the_cli_refuses_an_option_before_parsing_in_one_line(parsers, folders, no_parsing, tmp_path, option, name):
+    value = REFUSED[option][name]
+    flags = flags_of(option, value)
+    source, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text(" ".join(WORDS) + "\n" + "a dog ran\n", encoding="utf-8")
+    with pytest.raises(UnsupportedOptionError) as pipeline_error:
+        parsers[name](" ".join(WORDS), **{option: value})
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", folders[name], *flags, "--input", str(source), "--output", str(out)])
+    assert exit_info.value.code == f"hf-structure parse: {' '.join(flags)}: {pipeline_error.value}"
+    assert not out.exists()
+
+
+def test_a_misspelt_option_and_several_refused_options_are_named_together(parsers, no_parsing):
+    with pytest.raises(UnsupportedOptionError, match=r"does not take the option head_decodng; it takes structures="):
+        parsers["structformer"]("a dog ran", head_decodng="eisner")
+    with pytest.raises(UnsupportedOptionError) as error_info:
+        parsers["g2gtr"]("a dog ran", head_decoding="eisner", return_scores=True, structures="dependency")
+    assert "does not take return_scores=True, the option head_decoding; it takes" in str(error_info.value)
+    assert error_info.value.options == ("return_scores", "head_decoding")
+
+
+def test_the_registry_reads_the_declaration_of_the_parsing_class():
+    from hf_structure import R2D2Model, StructFormerForMaskedLM
+
+    assert model_spec("structformer").parse_options is StructFormerForMaskedLM.parse_options
+    assert model_spec("r2d2").parse_options == {"tree_decoding": ("parser", "chart")} == R2D2Model.parse_options
+    assert model_spec("arc_hybrid").parse_outputs == ("heads", "deprels")
+    assert model_spec("g2gtr").parse_options == {}
+
+
+def test_a_model_that_does_not_declare_the_contract_is_not_registered():
+    from transformers import PreTrainedConfig, PreTrainedModel
+
+    from hf_structure import ModelSpec, register_model
+
+    class UndeclaredConfig(PreTrainedConfig):
+        model_type = "undeclared-test-parser"
+
+    class UndeclaredModel(PreTrainedModel):
+        config_class = UndeclaredConfig
+        parse_outputs = ("heads",)
+
+        def parse(self, sentences, tokenizer, head_decoding=None):
+            return []
+
+    spec = ModelSpec(config_class=UndeclaredConfig, auto_classes={"AutoModel": UndeclaredModel},
+                     parsing_class="AutoModel", card_template="structformer.md", card_metrics=())
+    with pytest.raises(TypeError, match="undeclared-test-parser: UndeclaredModel has parse but no valid parse_options"):
+        register_model(spec)
+
+
+def test_an_exported_folder_refuses_the_same_way_without_hf_structure(parsers, tmp_path):
+    from remote_code import parse_without_hf_structure
+
+    parser = parsers["r2d2"]
+    out = tmp_path / "exported"
+    parser.save_pretrained(out)  # the model's and the pipeline's code travel with it
+    with pytest.raises(AssertionError, match="UnsupportedOptionError: R2D2Model .* does not take the option "
+                                             "head_decoding; it takes structures='constituency'"):
+        parse_without_hf_structure(out, WORDS, tmp_path, is_split_into_words=True, head_decoding="eisner")
+    assert parse_without_hf_structure(out, WORDS, tmp_path, is_split_into_words=True) == parser(
+        WORDS, is_split_into_words=True
+    )
