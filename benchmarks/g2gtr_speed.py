@@ -20,15 +20,11 @@ import time
 import torch
 
 import hf_structure  # noqa: F401
-from hf_structure.models.g2gtr.modeling_g2gtr import _first_pieces, _piece_relations, _slot_positions
+from hf_structure.layers import first_piece_positions
+from hf_structure.models.g2gtr.modeling_g2gtr import _piece_relations, _slot_positions
+from hf_structure.models.g2gtr.training_g2gtr import G2GTrTrainingArguments, OracleCollator, oracle_examples
 from hf_structure.structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
-from hf_structure.training.parser import (
-    OracleCollator,
-    ParserModelArguments,
-    conllu_sentences,
-    new_parser,
-    oracle_examples,
-)
+from hf_structure.training.parser import conllu_sentences, new_parser
 
 EWT = "../shared/data/ud-english-ewt/en_ewt-ud-{}.conllu"
 
@@ -48,7 +44,7 @@ def naive_scores(model, batch):
 def naive_parse(model, tokenizer, words):
     """One sentence, one transition at a time, the whole encoder re-run at each step."""
     encoded = tokenizer([words], is_split_into_words=True, return_tensors="pt")
-    first = _first_pieces(encoded.word_ids(0), len(words))
+    first = first_piece_positions(encoded.word_ids(0), len(words))
     relations = _piece_relations(encoded, [first])
     token_labels = torch.zeros_like(encoded["input_ids"])
     configuration = SwapConfiguration(len(words))
@@ -93,8 +89,8 @@ def main():
         model, tokenizer = load_model_and_tokenizer(args.model)
     else:
         deprels = sorted({label for sentence in train for label in sentence["deprels"]})
-        model, tokenizer = new_parser(ParserModelArguments(encoder=args.encoder, graph_layers=args.graph_layers),
-                                      deprels)
+        arguments = G2GTrTrainingArguments(encoder=args.encoder, graph_layers=args.graph_layers)
+        model, tokenizer = new_parser("g2gtr", arguments, train, deprels)
     print(f"threads {torch.get_num_threads()}, graph layers {model.config.graph_layers} of "
           f"{model.config.num_hidden_layers}, bf16 autocast {args.bf16}, {len(train)} EWT train sentences")
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16)

@@ -2,7 +2,8 @@
 """Turn a finished training run into the checkpoint that ships with the package.
 
 Saves the model (safetensors), config (with auto_map), code and tokenizer into `--output`, scores it with the
-package's scorer, and records `hf_structure_eval.json` (gold treebank UF1/UAS, baselines, MLM perplexity) and
+package's scorer, and records `hf_structure_eval.json` (gold treebank UF1/UAS, baselines, and the language-model
+perplexity its spec names on the PTB test and valid text, e.g. `mlm_ppl_test` or `pppl_test`) and
 `hf_structure_training.json` (the exact command, wall time, machine) beside it, and renders the model card
 (README.md) from them:
 
@@ -20,11 +21,11 @@ import platform
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-import hf_structure  # noqa: F401  (registers the StructFormer classes)
+import hf_structure  # noqa: F401  (registers the models)
+from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.treebanks import read_treebank
-from hf_structure.evaluation.perplexity import masked_lm_perplexity
+from hf_structure.evaluation.perplexity import language_model_perplexity
 from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_model
 from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
 
@@ -55,8 +56,7 @@ def main() -> None:
     previous = json.loads((Path(args.continues) / TRAINING_RECORD).read_text()) if args.continues else None
 
     run, output = Path(args.run), Path(args.output)
-    model = AutoModelForMaskedLM.from_pretrained(run).eval()
-    tokenizer = AutoTokenizer.from_pretrained(run)
+    model, tokenizer = load_model_and_tokenizer(str(run))
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
 
@@ -72,10 +72,11 @@ def main() -> None:
         "dataset_id": "ptb-wsj-sample",
         "dataset_split": "wsj_0001-wsj_0099",
         **scores,
-        "mlm_ppl_test": round(masked_lm_perplexity(model, tokenizer, "ptb-test", seed=0), 2),
-        "mlm_ppl_valid": round(masked_lm_perplexity(model, tokenizer, "ptb-valid", seed=0), 2),
-        "baselines": baselines,
     }
+    for split in ("test", "valid"):
+        key, perplexity = language_model_perplexity(model, tokenizer, f"ptb-{split}", seed=0)
+        results[f"{key}_{split}"] = perplexity
+    results["baselines"] = baselines
     state = json.loads((run / "trainer_state.json").read_text())
     command = Path(args.command_file).read_text().strip()
     stage = {

@@ -4,9 +4,10 @@ record, the evaluation record (test scores, with the dev scores beside them) and
 
 The weights are stored in the smallest precision, within `--max-mb`, that changes no parse of the dev set (or at
 most `--allow-changed`; the config keeps float32, so the model loads and runs in float32): all in half precision;
-else, for a parser whose graph input enters only its top layers, half precision for the embeddings and the layers
-below the graph and float32 above; for a parser with a BERT encoder under its scorers, half precision for the
-encoder, then for fewer and fewer of its layers from the top; else float32.
+else the further storages the model's training recipe names, smallest first (e.g. for a parser whose graph input
+enters only its top layers, half precision below them; for a BERT encoder under scorers, half precision for the
+encoder, then for fewer and fewer of its layers from the top); else float32. The record says what one epoch of the
+model's training is, as its recipe says.
 The folder holds no copy of the model code: the installed package's classes load it (an export writes the code).
 
     python scripts/bundle_parser.py --run runs/g2gtr-ewt \
@@ -25,30 +26,17 @@ from safetensors.torch import load_file, save_file
 
 import hf_structure  # noqa: F401  (registers the models)
 from hf_structure.bundled import load_model_and_tokenizer
-from hf_structure.data.treebanks import read_conllu
+from hf_structure.data.conllu_format import read_conllu
 from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
 from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
+from hf_structure.registry import model_spec
+from hf_structure.training import ParserTraining
 
 
-def storage_plans(model):
-    """(description, which parameters go to half precision), smallest storage first."""
-    plans = [("half precision", lambda name: True)]
-    graph_layers = getattr(model.config, "graph_layers", None)
-    if graph_layers:
-        below = model.config.num_hidden_layers - graph_layers
-        lower = ("embeddings.", *(f"layers.{index}." for index in range(below)))
-        plans.append((f"half precision for the embeddings and layers 0-{below - 1} (below the graph input), "
-                      "float32 for the graph layers and the classifiers", lambda name: name.startswith(lower)))
-    elif graph_layers is None:  # a BERT encoder feeding scorers trained from scratch: float32 from the top down
-        plans.append(("half precision for the pretrained encoder, float32 for the scorers",
-                      model.is_pretrained_parameter))
-        layers = getattr(model.config, "num_hidden_layers", 0) if hasattr(model, "encoder") else 0
-        for top in range(1, layers):
-            lower = ("encoder.embeddings.", *(f"encoder.encoder.layer.{i}." for i in range(layers - top)))
-            description = (f"half precision for the encoder's embeddings and layers 0-{layers - top - 1}, float32 for "
-                           f"its top {top} layer(s) and the scorers")
-            plans.append((description, lambda name, lower=lower: name.startswith(lower)))
-    return plans
+def storage_plans(model, recipe: ParserTraining):
+    """(description, which parameters go to half precision), smallest storage first: all in half precision, then
+    the further plans of the model's training recipe."""
+    return [("half precision", lambda name: True), *recipe.storage_plans(model)]
 
 
 def stored_mb(model, in_half) -> float:
@@ -56,14 +44,7 @@ def stored_mb(model, in_half) -> float:
     return sum(p.numel() * (2 if in_half(name) else 4) for name, p in model.named_parameters()) / 2**20
 
 
-# What one epoch of each parser type's training is.
-EPOCH_OF = {
-    "g2gtr": "every oracle configuration once an epoch",
-    "arc_hybrid": "every sentence once an epoch; non-projective trees projectivised by lifting",
-}
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", required=True, help="run_parser.py output folder (final model + training record)")
     parser.add_argument("--output", required=True)
@@ -80,16 +61,19 @@ def main() -> None:
         help="what this run fine-tuned, so that its stages come first: the earlier run folder (its training record), "
         "or a JSON file listing the earlier stages' records (a weights-only snapshot's stages.json)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     run, output = Path(args.run), Path(args.output)
 
     model, tokenizer = load_model_and_tokenizer(str(run))
+    recipe = model_spec(model.config.model_type).training_recipe()
+    if not isinstance(recipe, ParserTraining):
+        raise SystemExit(f"{run}: a {model.config.model_type} model is not a supervised parser (no parser recipe)")
     dev_words = [sentence["words"] for sentence in read_conllu(args.dev)]
     full = parse_word_lists(model, tokenizer, dev_words)
     storage, in_half, storage_changed = "float32", None, 0
     if stored_mb(model, lambda name: False) > args.max_mb:
         storage = None  # float32 is too large: a plan below must change no dev parse
-    for description, rule in storage_plans(model):
+    for description, rule in storage_plans(model, recipe):
         if stored_mb(model, rule) > args.max_mb:
             print(f"{description}: {stored_mb(model, rule):.1f} MB, over --max-mb")
             continue
@@ -133,7 +117,7 @@ def main() -> None:
         "machine": training["machine"],
         "steps": sum(stage["steps"] for stage in stages),
         "epochs": round(sum(stage["epochs"] for stage in stages), 2),
-        "train_data": f"{Path(args.dev).name.replace('-dev', '-train')} ({EPOCH_OF[model.config.model_type]})",
+        "train_data": f"{Path(args.dev).name.replace('-dev', '-train')} ({recipe.epoch})",
         "notes": f"weights stored as: {storage} (the smallest storage of at most {args.max_mb:g} MB that changes "
                  f"{storage_changed or 'none'} of the {len(dev_words)} dev parses)",
         "stages": [{key: stage[key] for key in keys if stage.get(key)} for stage in stages],

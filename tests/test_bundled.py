@@ -79,15 +79,15 @@ def test_a_model_package_that_cannot_be_imported_is_left_out_with_a_warning(monk
 
 def test_wsj_00_01_never_reaches_training():
     from hf_structure.data.text import WSJ_00_01_TRAIN_LINES, ptb_lm_lines
-    from hf_structure.training.mlm import DataTrainingArguments, _split_lines
+    from hf_structure.training.language_model import DataTrainingArguments, split_lines
 
     full = ptb_lm_lines("train", exclude_wsj_00_01=False)
-    train, _ = _split_lines(DataTrainingArguments())
+    train, _ = split_lines(DataTrainingArguments())
     assert WSJ_00_01_TRAIN_LINES == 3911 and train == full[3911:]
     # wsj_0001's first sentence, the first of the gold sample, is among the dropped lines.
     assert full[1].startswith("pierre <unk> N years old will join the board")
     assert full[1] not in set(train)
-    included, _ = _split_lines(DataTrainingArguments(include_wsj_00_01=True))
+    included, _ = split_lines(DataTrainingArguments(include_wsj_00_01=True))
     assert included == full
 
 

@@ -8,19 +8,24 @@ from tiny_treebank import DEPRELS, SENTENCES
 
 from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
 from hf_structure.structs.trees import heads_are_tree
-from hf_structure.training.parser import (
+from hf_structure.models.g2gtr.training_g2gtr import (
+    G2GTrTrainingArguments,
     OracleCollator,
-    ParserModelArguments,
     load_bert_encoder,
-    new_parser,
     oracle_examples,
 )
+from hf_structure.training.parser import new_parser, with_known_labels
+
+
+def new_g2gtr(bert_folder, graph_layers: int):
+    return new_parser("g2gtr", G2GTrTrainingArguments(encoder=str(bert_folder), graph_layers=graph_layers), SENTENCES,
+                      DEPRELS)
 
 
 @pytest.fixture(scope="module")
 def parser(bert_folder):
     torch.manual_seed(1)
-    model, tokenizer = new_parser(ParserModelArguments(encoder=str(bert_folder), graph_layers=2), DEPRELS)
+    model, tokenizer = new_g2gtr(bert_folder, graph_layers=2)
     with torch.no_grad():  # random graph and label embeddings, so that the graph input changes the scores
         for name, parameter in model.named_parameters():
             if "relation_" in name or "label_embeddings" in name:
@@ -31,7 +36,7 @@ def parser(bert_folder):
 def test_the_encoder_is_bert_until_a_graph_enters(bert_folder):
     from transformers import AutoTokenizer, BertModel
 
-    model, _ = new_parser(ParserModelArguments(encoder=str(bert_folder), graph_layers=3), DEPRELS)
+    model, _ = new_g2gtr(bert_folder, graph_layers=3)
     tokenizer = AutoTokenizer.from_pretrained(bert_folder)
     batch = tokenizer(["the dogs ran", "a hearing is scheduled today"], padding=True, return_tensors="pt")
     assert tokenizer.unk_token_id not in batch["input_ids"].tolist()[1]  # real pieces, "dogs" as "dog ##s"
@@ -127,6 +132,8 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
     import conllu
     from transformers import pipeline
 
+    from hf_structure.data.conllu_format import parses_to_conllu
+
     model, tokenizer = parser
     folder = tmp_path / "parser"
     model.save_pretrained(folder)
@@ -135,8 +142,8 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
     result = parse("The dog ran.")  # raw text, split PTB-style; punctuation reaches the parser
     assert result["words"] == ["The", "dog", "ran", "."] and heads_are_tree(result["heads"])
     assert set(result) == {"words", "heads", "deprels"} and len(result["deprels"]) == 4
-    text = parse([["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]], output_format="conllu")
-    blocks = conllu.parse("".join(text))
+    text = parses_to_conllu(parse([["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]], batch_size=2))
+    blocks = conllu.parse(text)
     assert [[t["form"] for t in b] for b in blocks] == [["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]]
     assert all(t["deprel"] in DEPRELS for b in blocks for t in b)
     assert [[t["head"] for t in b] for b in blocks] == [r["heads"] for r in parse([["the", "dog", "ran"],
@@ -144,7 +151,7 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
 
 
 def test_without_graph_layers_the_configuration_does_not_change_the_encoding(bert_folder):
-    model, tokenizer = new_parser(ParserModelArguments(encoder=str(bert_folder), graph_layers=0), DEPRELS)
+    model, tokenizer = new_g2gtr(bert_folder, graph_layers=0)
     model.eval()
     examples = oracle_examples(SENTENCES[:1], tokenizer, DEPRELS, per_example=100)
     batch = OracleCollator(tokenizer.pad_token_id)([examples[0]])
@@ -155,10 +162,8 @@ def test_without_graph_layers_the_configuration_does_not_change_the_encoding(ber
     assert torch.equal(encoded, states)  # only the stack and buffer slots tell configurations apart
 
 
-def test_a_label_the_parser_lacks_is_named(parser):
-    _, tokenizer = parser
+def test_a_label_the_parser_lacks_is_named():
     odd = {**SENTENCES[0], "id": "odd", "deprels": ["det", "nsubj", "root", "punct:odd"]}
     with pytest.raises(ValueError, match=r"sentence odd: labels \['punct:odd'\] are not among the parser's"):
-        oracle_examples([odd], tokenizer, DEPRELS, per_example=4)
-    assert len(oracle_examples([odd, SENTENCES[0]], tokenizer, DEPRELS, per_example=100,
-                               skip_unknown_labels=True)) == 1
+        with_known_labels([odd], DEPRELS)
+    assert with_known_labels([odd, SENTENCES[0]], DEPRELS, skip_unknown_labels=True) == [SENTENCES[0]]

