@@ -65,7 +65,7 @@ def time_decoder(name: str, decode, inputs: list[dict]) -> float:
 
 def parser_speed(name: str, batch_size: int) -> None:
     from hf_structure.bundled import load_model_and_tokenizer
-    from hf_structure.data.treebanks import read_conllu
+    from hf_structure.data.conllu_format import read_conllu
     from hf_structure.evaluation.scoring import parse_word_lists
 
     data = Path(__file__).resolve().parents[2] / "shared" / "data" / "ud-english-ewt" / "en_ewt-ud-test.conllu"

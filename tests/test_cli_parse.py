@@ -202,6 +202,8 @@ def test_conllu_output_keeps_one_sentence_block_per_input_line(model, tmp_path):
     main(["parse", "--model", model, "--pretokenized", "--conllu", "--input", str(source), "--output", str(out)])
     blocks = conllu.parse(out.read_text(encoding="utf-8"))
     assert [len(block) for block in blocks] == [3, 0, 0, 4]
+    assert [block.metadata["sent_id"] for block in blocks] == ["1", "2", "3", "4"]  # the input line's number
+    assert [blocks[i].metadata.get("text") for i in (0, 2, 3)] == ["a dog ran", ". , !", "the old man sat"]
     assert "no word besides punctuation" in blocks[2].metadata["error"]
     assert [token["form"] for token in blocks[3]] == ["the", "old", "man", "sat"]
 

@@ -67,16 +67,14 @@ def parsers(folders):
 # What each model takes: the contract as documented (README, the pipeline's `accepted_options`).
 ACCEPTED = {
     "structformer": {"structures": ("constituency", "dependency"), "return_scores": (False, True),
-                     "keep_punctuation": (True, False), "output_format": ("json", "conllu"),
-                     "head_decoding": ("eisner", "chu-liu-edmonds", "argmax")},
+                     "keep_punctuation": (True, False), "head_decoding": ("eisner", "chu-liu-edmonds", "argmax")},
     "r2d2": {"structures": ("constituency",), "return_scores": (False,), "keep_punctuation": (True, False),
-             "output_format": ("json",), "tree_decoding": ("chart",)},
+             "tree_decoding": ("chart",)},
     "fast_r2d2": {"structures": ("constituency",), "return_scores": (False,), "keep_punctuation": (True, False),
-                  "output_format": ("json",), "tree_decoding": ("parser", "chart")},
+                  "tree_decoding": ("parser", "chart")},
     "arc_hybrid": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,),
-                   "output_format": ("json", "conllu"), "head_decoding": ("derivation", "eisner")},
-    "g2gtr": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,),
-              "output_format": ("json", "conllu")},
+                   "head_decoding": ("derivation", "eisner")},
+    "g2gtr": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,)},
 }
 
 # For every option and model, a value the model does not take (None: it takes every value of that option), and the
@@ -90,8 +88,6 @@ REFUSED = {
                    "arc_hybrid": ("constituency",), "g2gtr": ("constituency", "dependency")},
     "return_scores": {"structformer": None, "r2d2": True, "fast_r2d2": True, "arc_hybrid": True, "g2gtr": True},
     "keep_punctuation": {"structformer": None, "r2d2": None, "fast_r2d2": None, "arc_hybrid": False, "g2gtr": False},
-    "output_format": {"structformer": None, "r2d2": "conllu", "fast_r2d2": "conllu", "arc_hybrid": None,
-                      "g2gtr": None},
 }
 CASES = [(option, name) for option, values in REFUSED.items() for name, value in values.items() if value is not None]
 
@@ -103,7 +99,6 @@ def flags_of(option, value) -> list[str]:
         "structures": ["--structures", ",".join(value) if isinstance(value, tuple) else str(value)],
         "return_scores": ["--scores"],
         "keep_punctuation": ["--drop-punctuation"],
-        "output_format": ["--conllu"],
     }[option]
 
 
@@ -138,11 +133,7 @@ def test_every_value_a_model_takes_parses(parsers, name):
     parser = parsers[name]
     for option, values in ACCEPTED[name].items():
         for value in values:
-            result = parser(WORDS, is_split_into_words=True, **{option: value})
-            if value == "conllu":
-                assert [row.split("\t")[1] for row in result.strip().split("\n")] == WORDS
-            else:
-                assert result["words"] == WORDS
+            assert parser(WORDS, is_split_into_words=True, **{option: value})["words"] == WORDS
 
 
 @pytest.mark.parametrize(("option", "name"), CASES)
@@ -181,6 +172,23 @@ def test_a_misspelt_option_and_several_refused_options_are_named_together(parser
         parsers["g2gtr"]("a dog ran", head_decoding="eisner", return_scores=True, structures="dependency")
     assert "does not take return_scores=True, the option head_decoding; it takes" in str(error_info.value)
     assert error_info.value.options == ("return_scores", "head_decoding")
+
+
+@pytest.mark.parametrize("name", ["r2d2", "fast_r2d2"])
+def test_the_cli_refuses_conllu_for_a_model_without_heads_before_parsing(parsers, folders, no_parsing, name, tmp_path):
+    model, out = parsers[name].model, tmp_path / "out.conllu"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", folders[name], "--conllu", "--output", str(out), " ".join(WORDS)])
+    assert exit_info.value.code == (
+        f"hf-structure parse: --conllu: R2D2Model (model type 'r2d2', {model.name_or_path}) gives no dependency heads, "
+        "which CoNLL-U holds; use the JSON output, --draw or --svg"
+    )
+    assert not out.exists()
+
+
+def test_the_pipeline_returns_data_and_leaves_conllu_to_the_format_module(parsers, no_parsing):
+    with pytest.raises(UnsupportedOptionError, match="does not take the option output_format"):
+        parsers["g2gtr"]("a dog ran", output_format="conllu")
 
 
 def test_the_registry_reads_the_declaration_of_the_parsing_class():

@@ -261,28 +261,6 @@ def test_spans_make_an_nltk_tree(parser):
     assert found == {tuple(span) for span in result["spans"]}
 
 
-def test_conllu_output(parser):
-    import conllu
-
-    for text in (TEXT, '" Hello , world ! "'):
-        expected = parser(text)
-        output = parser(text, output_format="conllu")
-        assert isinstance(output, str) and output.endswith("\n\n")
-        (sentence,) = conllu.parse(output)
-        assert [token["form"] for token in sentence] == expected["words"]
-        assert [token["head"] for token in sentence] == expected["heads"]
-        assert [token["id"] for token in sentence] == list(range(1, len(expected["words"]) + 1))
-        relations = [token["deprel"] for token in sentence]
-        assert relations.count("root") == 1 and relations[expected["heads"].index(0)] == "root"
-    batch = parser(SENTENCES[:2], output_format="conllu")
-    assert [len(sentence) for sentence in conllu.parse("".join(batch))] == [8, 3]
-
-
-def test_invalid_output_format(parser):
-    with pytest.raises(UnsupportedOptionError, match=r"not take output_format='xml'; .*output_format='json'\|'conllu'"):
-        parser(TEXT, output_format="xml")
-
-
 def test_results_are_json_serialisable(parser):
     for result in [parser(TEXT, return_scores=True), *parser(SENTENCES), parser(WORDS[0], is_split_into_words=True)]:
         assert json.loads(json.dumps(result)) == result

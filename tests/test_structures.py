@@ -11,11 +11,9 @@ from hf_structure.structs.trees import (
     binary_children,
     bracketed_to_spans,
     check_heads,
-    conllu_to_heads,
     distances_heights_to_tree,
     distances_to_spans,
     heads_are_tree,
-    heads_to_conllu,
     heads_to_spans,
     is_projective,
     nltk_tree_to_spans,
@@ -316,44 +314,6 @@ def test_nltk_round_trip(case):
     tree = spans_to_nltk_tree(words, spans)
     assert tree.leaves() == words
     assert nltk_tree_to_spans(tree) == (words, multi_word(spans, len(words)))
-
-
-def test_heads_to_conllu_format():
-    text = heads_to_conllu(["John", "sleeps", "."], [2, 0, 2])
-    assert text.endswith("\n\n") and not text.endswith("\n\n\n")
-    rows = [line.split("\t") for line in text.strip("\n").split("\n")]
-    assert rows[0] == ["1", "John", "_", "_", "_", "_", "2", "dep", "_", "_"]
-    assert rows[1] == ["2", "sleeps", "_", "_", "_", "_", "0", "root", "_", "_"]
-    labelled = heads_to_conllu(["a", "b"], [0, 1], ["root", "obj"]).strip("\n").split("\n")
-    assert [line.split("\t")[7] for line in labelled] == ["root", "obj"]
-    with pytest.raises(ValueError, match="2 words but 3 heads"):
-        heads_to_conllu(["a", "b"], [0, 1, 1])
-
-
-@PROPERTY
-@given(st.lists(distances_and_heights(max_words=10), min_size=1, max_size=3), st.data())
-def test_conllu_round_trip(cases, data):
-    sentences = []
-    for distances, heights in cases:
-        _, heads = distances_heights_to_tree(distances, heights)
-        word = st.text("abcxyzABC", min_size=1, max_size=5)
-        words = data.draw(st.lists(word, min_size=len(heads), max_size=len(heads)))
-        sentences.append((words, heads))
-    text = "".join(heads_to_conllu(words, heads) for words, heads in sentences)
-    assert conllu_to_heads(text) == sentences
-
-
-def test_conllu_to_heads_skips_multiword_tokens_and_empty_nodes():
-    text = (
-        "# sent_id = a\n"
-        "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
-        "1\tdo\tdo\tAUX\t_\t_\t3\taux\t_\t_\n"
-        "2\tn't\tnot\tPART\t_\t_\t3\tadvmod\t_\t_\n"
-        "3\tgo\tgo\tVERB\t_\t_\t0\troot\t_\t_\n"
-        "3.1\tgo\tgo\tVERB\t_\t_\t_\t_\t3:conj\t_\n"
-        "\n"
-    )
-    assert conllu_to_heads(text) == [(["do", "n't", "go"], [3, 3, 0])]
 
 
 def _all_trees(n):

@@ -61,7 +61,7 @@ def test_legal_actions_keep_a_single_root_and_stop_swap_loops():
 
 
 def test_the_oracle_rebuilds_every_ewt_training_tree(data_dir):
-    from hf_structure.data.treebanks import read_conllu
+    from hf_structure.data.conllu_format import read_conllu
 
     path = data_dir / "ud-english-ewt" / "en_ewt-ud-train.conllu"
     if not path.is_file():

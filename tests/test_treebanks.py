@@ -2,16 +2,8 @@
 
 import pytest
 
-from hf_structure.data.treebanks import (
-    TreebankFormatError,
-    conllu_dataset,
-    content_heads,
-    read_conllu,
-    read_conllu_gold,
-    read_dp,
-    read_mrg,
-    read_treebank,
-)
+from hf_structure.data.conllu_format import conllu_dataset, read_conllu, read_conllu_gold
+from hf_structure.data.treebanks import TreebankFormatError, content_heads, read_dp, read_mrg, read_treebank
 
 # Four hand-made trees (one per line group, each in the outer empty bracket) and a punctuation-only one.
 #  line 1:  A  "The old man , sat on the bench ."     function tags (NP-SBJ, PP-LOC=2), punctuation

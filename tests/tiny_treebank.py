@@ -31,10 +31,7 @@ def write_tiny_bert(folder: Path) -> Path:
 
 
 def conllu_text(sentences) -> str:
-    rows = []
-    for sentence in sentences:
-        rows += [f"# sent_id = {sentence['id']}"]
-        rows += [f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{d}\t_\t_" for i, (w, h, d) in
-                 enumerate(zip(sentence["words"], sentence["heads"], sentence["deprels"]), 1)]
-        rows.append("")
-    return "\n".join(rows) + "\n"
+    """CoNLL-U of `SENTENCES`-like dicts (`id`, `words`, `heads`, `deprels`), by the package's CoNLL-U writer."""
+    from hf_structure.data.conllu_format import parse_to_conllu
+
+    return "".join(parse_to_conllu(sentence, sentence["id"]) for sentence in sentences)

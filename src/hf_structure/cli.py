@@ -101,16 +101,19 @@ def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, 
     return results
 
 
-def _format(result: dict, output_format: str) -> str:
-    from .pipelines.unsupervised_parsing import conllu_text
+def _format(result: dict, output_format: str, number: int, line: str) -> str:
+    """The output of input line `number` (1-based; its text `line`): a JSON line, CoNLL-U (with `# sent_id` the
+    line's number and `# text` the line) or a drawing."""
+    from .data.conllu_format import comment_block, parse_to_conllu
     from .visualization import draw_text
 
     if output_format == "json":
         return json.dumps(result, ensure_ascii=False) + "\n"
     if "error" in result or not result["words"]:  # a comment block in the sentence's place keeps the alignment
-        return f"# error = {result['error']}\n\n" if "error" in result else "# empty line\n\n"
+        comments = {"text": line, "error": result["error"]} if "error" in result else {"empty line": None}
+        return comment_block(comments, number)
     if output_format == "conllu":
-        return conllu_text(result)
+        return parse_to_conllu(result, number, line)
     return draw_text(result) + "\n\n"  # a blank line between sentences, as in CoNLL-U
 
 
@@ -122,19 +125,22 @@ def _parse(args) -> None:
         raise _fail("parse", f"no sentence in {args.input}" if args.input else "give a sentence or --input FILE")
     _check_output(args.output, args.svg)
     from .pipelines import load_parser
-    from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options
+    from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description
 
     parser = load_parser(_model_path("parse", args.model))
     options, flags = _pipeline_options(args)
     try:  # every option the command was given, against what the model declares, before any line is parsed
-        check_options(parser.model, {**options, "output_format": "conllu" if args.conllu else None})
+        check_options(parser.model, options)
     except UnsupportedOptionError as error:
         raise _fail("parse", f"{' '.join(flags[option] for option in error.options)}: {error}") from None
+    if args.conllu and "heads" not in parser.model.parse_outputs:
+        raise _fail("parse", f"--conllu: {model_description(parser.model)} gives no dependency heads, which CoNLL-U "
+                             "holds; use the JSON output, --draw or --svg")
     results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options)
     output_format = "conllu" if args.conllu else "text" if args.draw else "json"
     with open(args.output, "w", encoding="utf-8") if args.output else contextlib.nullcontext(sys.stdout) as output:
-        for result in results:
-            output.write(_format(result, output_format))
+        for number, (line, result) in enumerate(zip(lines, results), 1):
+            output.write(_format(result, output_format, number, line))
     if args.svg:
         from .visualization import save_svg
 
@@ -167,8 +173,7 @@ def _option_flag(option: str) -> str:
 
 
 def _pipeline_options(args) -> tuple[dict, dict]:
-    """The pipeline options the command line gives, and for each the flags that gave it (for error messages); the
-    `--conllu` output is `output_format="conllu"`."""
+    """The pipeline options the command line gives, and for each the flags that gave it (for error messages)."""
     options = {option: getattr(args, option) for option in _model_option_values() if getattr(args, option)}
     flags = {option: f"{_option_flag(option)} {value}" for option, value in options.items()}
     if args.structures:
@@ -177,7 +182,6 @@ def _pipeline_options(args) -> tuple[dict, dict]:
         options["return_scores"], flags["return_scores"] = True, "--scores"
     if args.drop_punctuation:
         options["keep_punctuation"], flags["keep_punctuation"] = False, "--drop-punctuation"
-    flags["output_format"] = "--conllu"
     return options, flags
 
 

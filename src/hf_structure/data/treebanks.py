@@ -1,4 +1,4 @@
-"""Readers for gold treebanks: PTB `.mrg` constituency files, `.dp` dependency files, CoNLL-U.
+"""Readers for gold treebanks: PTB `.mrg` constituency files, `.dp` dependency files (CoNLL-U: `conllu_format`).
 
 Cleaning follows the scoring conventions of the data README: `-NONE-` elements and punctuation are removed,
 unary chains collapse, and the gold spans kept for unlabelled F1 are those of two or more words other than the
@@ -206,6 +206,8 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
     if not directory.exists():
         raise FileNotFoundError(f"treebank not found: {directory}")
     if directory.suffix == ".conllu":
+        from .conllu_format import read_conllu_gold  # that module builds on this one's GoldSentence
+
         return read_conllu_gold(directory)
     mrg_dir, dp_dir = directory / "mrg", directory / "dp"
     if not mrg_dir.is_dir():
@@ -233,83 +235,4 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
                     )
                 sentence.heads = content_heads(tags, heads)
         sentences.extend(gold)
-    return sentences
-
-
-def read_conllu(path: str | Path) -> list[dict]:
-    """Sentences of a CoNLL-U file as dicts with `words`, `upos`, `heads` (0 = root), `deprels`, `id` (sent_id or
-    index); multiword-token and empty-node lines are skipped. Heads that do not form a tree raise an error naming
-    the file and the sentence's first line."""
-    import conllu
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"CoNLL-U file not found: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise TreebankFormatError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    sentences = []
-    line = 1
-    for block in text.split("\n\n"):
-        block_line = line + (len(block) - len(block.lstrip("\n")))
-        line += block.count("\n") + 2
-        if not block.strip():
-            continue
-        for offset, row in enumerate(block.lstrip("\n").split("\n")):
-            if row and not row.startswith("#") and len(row.split("\t")) != 10:
-                raise TreebankFormatError(
-                    f"{path}:{block_line + offset}: expected 10 tab-separated columns, got {len(row.split(chr(9)))}: "
-                    f"{row[:60]!r}"
-                )
-        try:
-            (sentence,) = conllu.parse(block.strip("\n") + "\n\n")
-        except Exception as error:  # conllu raises several exception types for malformed rows
-            raise TreebankFormatError(f"{path}:{block_line}: malformed CoNLL-U: {error}") from error
-        tokens = [t for t in sentence if isinstance(t["id"], int)]
-        heads = [t["head"] for t in tokens]
-        if any(h is None for h in heads):
-            raise TreebankFormatError(f"{path}:{block_line}: a word has no head")
-        try:
-            check_heads(heads)
-        except ValueError as error:
-            raise TreebankFormatError(f"{path}:{block_line}: {error}") from error
-        sentences.append(
-            {
-                "id": sentence.metadata.get("sent_id", str(len(sentences))),
-                "words": [t["form"] for t in tokens],
-                "upos": [t["upos"] for t in tokens],
-                "heads": heads,
-                "deprels": [t["deprel"] for t in tokens],
-            }
-        )
-    return sentences
-
-
-def conllu_dataset(path: str | Path):
-    """A `datasets.Dataset` of a CoNLL-U file (columns as in `read_conllu`)."""
-    from datasets import Dataset
-
-    return Dataset.from_list(read_conllu(path))
-
-
-def read_conllu_gold(path: str | Path) -> list[GoldSentence]:
-    """Dependency-only gold sentences of a CoNLL-U file, cleaned like the `.dp` files: words tagged `PUNCT` are
-    removed and heads that were punctuation are walked up to the nearest kept ancestor. `spans` stay empty (no
-    constituency gold); sentences that are all punctuation are skipped."""
-    sentences = []
-    for sentence in read_conllu(path):
-        if all(tag == "PUNCT" for tag in sentence["upos"]):
-            continue
-        kept = [i for i, t in enumerate(sentence["upos"]) if t != "PUNCT"]
-        sentences.append(
-            GoldSentence(
-                words=[sentence["words"][i] for i in kept],
-                tags=[sentence["upos"][i] for i in kept],
-                spans=set(),
-                heads=content_heads(sentence["upos"], sentence["heads"], frozenset({"PUNCT"})),
-                deprels=[sentence["deprels"][i] for i in kept],
-                source=f"{path}:{sentence['id']}",
-            )
-        )
     return sentences

@@ -144,7 +144,8 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64) -> dict:
     each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...)."""
     import time
 
-    from ..data.treebanks import content_heads, read_conllu
+    from ..data.conllu_format import read_conllu
+    from ..data.treebanks import content_heads
 
     sentences = read_conllu(path)
     start = time.perf_counter()

@@ -72,6 +72,11 @@ class UnsupportedOptionError(ValueError):
         self.options = options
 
 
+def model_description(model) -> str:
+    """How errors name a model: its class, model type and folder or Hub id."""
+    return f"{type(model).__name__} (model type {model.config.model_type!r}, {model.name_or_path})"
+
+
 def accepted_options(model) -> dict[str, tuple]:
     """Every option a call may give for `model`, with the values each takes: the pipeline's own options, as far as
     the model can honour them, then the keyword options of its `parse` (`model.parse_options`).
@@ -79,8 +84,8 @@ def accepted_options(model) -> dict[str, tuple]:
     `structures`: those the model's parses hold. `return_scores=True`: only a model whose parses hold `scores`.
     `keep_punctuation=False` drops the punctuation the pipeline took away and put back, so it needs
     `punctuation_policy="reattach"`; a model that sees every word attaches punctuation itself, and dropping it would
-    leave words headed by nothing. `output_format="conllu"`: only a model that gives heads. An option at its default
-    (`return_scores=False`, `keep_punctuation=True`, `output_format="json"`) asks nothing and is always taken.
+    leave words headed by nothing. An option at its default (`return_scores=False`, `keep_punctuation=True`) asks
+    nothing and is always taken.
     """
     outputs = getattr(model, "parse_outputs", None)
     if outputs is None:
@@ -90,7 +95,6 @@ def accepted_options(model) -> dict[str, tuple]:
         "structures": tuple(name for name, keys in STRUCTURES.items() if keys[0] in outputs),
         "return_scores": (False, True) if "scores" in outputs else (False,),
         "keep_punctuation": (True, False) if reattaches else (True,),
-        "output_format": ("json", "conllu") if "heads" in outputs else ("json",),
         **getattr(model, "parse_options", {}),
     }
 
@@ -111,8 +115,7 @@ def check_options(model, options: dict) -> None:
     if refused:
         takes = ", ".join(f"{name}={'|'.join(map(repr, values))}" for name, values in accepted.items())
         raise UnsupportedOptionError(
-            f"{type(model).__name__} (model type {model.config.model_type!r}, {model.name_or_path}) does not take "
-            f"{', '.join(refused.values())}; it takes {takes}",
+            f"{model_description(model)} does not take {', '.join(refused.values())}; it takes {takes}",
             tuple(refused),
         )
 
@@ -165,11 +168,13 @@ class UnsupervisedParsingPipeline(Pipeline):
     `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
     skips it; default: all the model gives), `keep_punctuation=False` (drop
     re-attached punctuation from the output: models with `punctuation_policy="reattach"` only), `return_scores=True`
-    (the model's extras under `scores`, where its parses have them), `output_format="conllu"` (CoNLL-U text, for
-    models that give heads). Any other option is the model's and goes to its `parse`, e.g.
+    (the model's extras under `scores`, where its parses have them). Any other option is the model's and goes to its
+    `parse`, e.g.
     `head_decoding` for models that decode heads from arc scores (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`;
     default: the model's config). An option the model does not take (see `accepted_options`), or a value it does not
-    know, is an `UnsupportedOptionError` naming it, raised before anything is parsed.
+    know, is an `UnsupportedOptionError` naming it, raised before anything is parsed. The results are data: CoNLL-U
+    (which this file, travelling without the `conllu` library, does not write) is `hf_structure.data.conllu_format`'s
+    `parses_to_conllu(results)` or `hf-structure parse --conllu`.
     """
 
     _load_processor = False
@@ -182,14 +187,13 @@ class UnsupervisedParsingPipeline(Pipeline):
         is_split_into_words=None,
         keep_punctuation=None,
         return_scores=None,
-        output_format=None,
         structures=None,
         **parse_options,
     ):
         check_options(
             self.model,
             {"structures": structures, "keep_punctuation": keep_punctuation, "return_scores": return_scores,
-             "output_format": output_format, **parse_options},
+             **parse_options},
         )
         if isinstance(structures, str):
             structures = (structures,)
@@ -206,8 +210,6 @@ class UnsupervisedParsingPipeline(Pipeline):
             postprocess["keep_punctuation"] = keep_punctuation
         if return_scores is not None:
             postprocess["return_scores"] = return_scores
-        if output_format is not None:
-            postprocess["output_format"] = output_format
         return preprocess, forward, postprocess
 
     def __call__(self, inputs, **kwargs):
@@ -289,7 +291,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         return {"parse": parses, "sentence": sentences}
 
     def postprocess(
-        self, model_outputs, keep_punctuation=True, return_scores=False, output_format="json", structures=None
+        self, model_outputs, keep_punctuation=True, return_scores=False, structures=None
     ):
         parse, sentence = model_outputs["parse"], model_outputs["sentence"]
         if structures is not None:  # each one the model gives (`check_options`)
@@ -320,8 +322,6 @@ class UnsupervisedParsingPipeline(Pipeline):
                 result["deprels"] = deprels
         if return_scores and "scores" in parse:
             result["scores"] = parse["scores"]
-        if output_format == "conllu":
-            return conllu_text(result)
         return result
 
 
@@ -330,18 +330,3 @@ class _Sentence(NamedTuple):
 
     words: list[str]
     seen: list[int]
-
-
-def conllu_text(result) -> str:
-    """CoNLL-U rows (ID, FORM, HEAD, DEPREL; other columns `_`) of a parse with heads, ending in a blank line."""
-    if "heads" not in result:
-        raise ValueError("output_format='conllu' needs a model that gives dependency heads")
-    deprels = result.get("deprels") or [
-        "root" if head == 0 else "punct" if is_punctuation(word) else "dep"
-        for word, head in zip(result["words"], result["heads"])
-    ]
-    rows = [
-        f"{i + 1}\t{word}\t_\t_\t_\t_\t{head}\t{deprel}\t_\t_"
-        for i, (word, head, deprel) in enumerate(zip(result["words"], result["heads"], deprels))
-    ]
-    return "\n".join(rows) + "\n\n"

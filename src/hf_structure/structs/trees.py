@@ -1,5 +1,5 @@
 """Trees and the conversions between them (StructFormer Algorithms 1-3, yields of dependency trees, bracketed
-strings, nltk trees, CoNLL-U), and the check that heads form a tree.
+strings, nltk trees), and the check that heads form a tree. CoNLL-U is `hf_structure.data.conllu_format`'s.
 
 Conventions used throughout the package:
 - a constituency tree is a list of spans `(start, end)`, 0-based, end exclusive;
@@ -229,28 +229,6 @@ def nltk_tree_to_spans(tree) -> tuple[list[str], list[Span]]:
 
     walk(tree, 0)
     return list(tree.leaves()), sorted(set(spans), key=lambda s: (s[0], -s[1]))
-
-
-def heads_to_conllu(words: Sequence[str], heads: Sequence[int], relations: Sequence[str] | None = None) -> str:
-    """CoNLL-U text of one sentence (ID, FORM, HEAD, DEPREL filled; other columns `_`), ending in a blank line."""
-    if len(words) != len(heads):
-        raise ValueError(f"{len(words)} words but {len(heads)} heads")
-    rows = []
-    for i, (word, head) in enumerate(zip(words, heads)):
-        relation = relations[i] if relations else ("root" if head == 0 else "dep")
-        rows.append("\t".join([str(i + 1), word, "_", "_", "_", "_", str(head), relation, "_", "_"]))
-    return "\n".join(rows) + "\n\n"
-
-
-def conllu_to_heads(text: str) -> list[tuple[list[str], list[int]]]:
-    """Words and heads of each sentence of CoNLL-U text (multiword-token and empty-node lines skipped)."""
-    import conllu
-
-    sentences = []
-    for sentence in conllu.parse(text):
-        tokens = [t for t in sentence if isinstance(t["id"], int)]
-        sentences.append(([t["form"] for t in tokens], [int(t["head"]) for t in tokens]))
-    return sentences
 
 
 def projectivize(heads: Sequence[int]) -> list[int]:

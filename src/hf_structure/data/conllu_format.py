@@ -1,0 +1,155 @@
+"""CoNLL-U, read and written in this one place with the `conllu` library: gold treebanks in, parses out.
+
+Reading keeps the word lines (multiword-token and empty-node lines are skipped) and checks that the heads form a
+tree; errors name the file (or source) and line. Writing gives one sentence block per parse, with `# sent_id` and
+`# text` comments when they are known. The pipeline's Hub copy cannot import `conllu`, so it returns parses and
+leaves the format to this module (`hf-structure parse --conllu`, or `parses_to_conllu` on the pipeline's results).
+"""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..structs.trees import check_heads
+from .treebanks import GoldSentence, TreebankFormatError, content_heads
+
+UNIVERSAL_PUNCTUATION = frozenset({"PUNCT"})
+
+
+# ------------------------------------------------------------------------------------------------------- reading
+
+
+def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
+    """Sentences of CoNLL-U `text` as dicts with `words`, `upos`, `heads` (0 = root), `deprels`, `id` (`sent_id`
+    or index). Errors (a row without 10 columns, a malformed row, a word without head, heads that are no tree) name
+    `source` and the sentence's line."""
+    import conllu
+
+    sentences = []
+    line = 1
+    for block in text.split("\n\n"):
+        block_line = line + (len(block) - len(block.lstrip("\n")))
+        line += block.count("\n") + 2
+        if not block.strip():
+            continue
+        for offset, row in enumerate(block.lstrip("\n").split("\n")):
+            if row and not row.startswith("#") and len(row.split("\t")) != 10:
+                raise TreebankFormatError(
+                    f"{source}:{block_line + offset}: expected 10 tab-separated columns, got "
+                    f"{len(row.split(chr(9)))}: {row[:60]!r}"
+                )
+        try:
+            (sentence,) = conllu.parse(block.strip("\n") + "\n\n")
+        except Exception as error:  # conllu raises several exception types for malformed rows
+            raise TreebankFormatError(f"{source}:{block_line}: malformed CoNLL-U: {error}") from error
+        tokens = [t for t in sentence if isinstance(t["id"], int)]
+        if not tokens:
+            continue  # a comment-only block (e.g. a line `hf-structure parse` could not parse)
+        heads = [t["head"] for t in tokens]
+        if any(h is None for h in heads):
+            raise TreebankFormatError(f"{source}:{block_line}: a word has no head")
+        try:
+            check_heads(heads)
+        except ValueError as error:
+            raise TreebankFormatError(f"{source}:{block_line}: {error}") from error
+        sentences.append(
+            {
+                "id": sentence.metadata.get("sent_id", str(len(sentences))),
+                "words": [t["form"] for t in tokens],
+                "upos": [t["upos"] for t in tokens],
+                "heads": heads,
+                "deprels": [t["deprel"] for t in tokens],
+            }
+        )
+    return sentences
+
+
+def read_conllu(path: str | Path) -> list[dict]:
+    """Sentences of a CoNLL-U file, as `parse_conllu`; errors name the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"CoNLL-U file not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise TreebankFormatError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    return parse_conllu(text, str(path))
+
+
+def conllu_dataset(path: str | Path):
+    """A `datasets.Dataset` of a CoNLL-U file (columns as in `read_conllu`)."""
+    from datasets import Dataset
+
+    return Dataset.from_list(read_conllu(path))
+
+
+def read_conllu_gold(path: str | Path) -> list[GoldSentence]:
+    """Dependency-only gold sentences of a CoNLL-U file, cleaned like the `.dp` files: words tagged `PUNCT` are
+    removed and heads that were punctuation are walked up to the nearest kept ancestor. `spans` stay empty (no
+    constituency gold); sentences that are all punctuation are skipped."""
+    sentences = []
+    for sentence in read_conllu(path):
+        if all(tag == "PUNCT" for tag in sentence["upos"]):
+            continue
+        kept = [i for i, t in enumerate(sentence["upos"]) if t != "PUNCT"]
+        sentences.append(
+            GoldSentence(
+                words=[sentence["words"][i] for i in kept],
+                tags=[sentence["upos"][i] for i in kept],
+                spans=set(),
+                heads=content_heads(sentence["upos"], sentence["heads"], UNIVERSAL_PUNCTUATION),
+                deprels=[sentence["deprels"][i] for i in kept],
+                source=f"{path}:{sentence['id']}",
+            )
+        )
+    return sentences
+
+
+# ------------------------------------------------------------------------------------------------------- writing
+
+
+def parse_to_conllu(parse: dict, sent_id: str | int | None = None, text: str | None = None) -> str:
+    """One CoNLL-U sentence block (ending in a blank line) of a parse with `words` and `heads` (1-based, 0 = root),
+    and `deprels` or `upos` where it has them. A parse without labels gets `root` for its root word and `dep` (UD's
+    unspecified dependency) for the others; columns the parse does not give are `_`."""
+    from conllu.models import Token, TokenList
+
+    words, heads = parse["words"], parse.get("heads")
+    if heads is None:
+        raise ValueError("CoNLL-U holds dependency heads, and this parse has none")
+    if len(heads) != len(words):
+        raise ValueError(f"{len(words)} words but {len(heads)} heads")
+    deprels = parse.get("deprels") or ["root" if head == 0 else "dep" for head in heads]
+    upos = parse.get("upos") or [None] * len(words)
+    tokens = [
+        Token(id=i, form=word, lemma=None, upos=tag, xpos=None, feats=None, head=head, deprel=deprel, deps=None,
+              misc=None)
+        for i, (word, tag, head, deprel) in enumerate(zip(words, upos, heads, deprels), start=1)
+    ]
+    return TokenList(tokens, metadata=_metadata(sent_id, text)).serialize()
+
+
+def comment_block(comments: dict, sent_id: str | int | None = None) -> str:
+    """A sentence block of comments only, so that an input without a parse (a blank line, a line that could not be
+    parsed: `{"error": message}`) keeps its place in the output; a value None gives a bare `# key` comment."""
+    from conllu.models import TokenList
+
+    return TokenList([], metadata={**_metadata(sent_id, None), **comments}).serialize()
+
+
+def parses_to_conllu(parses: Iterable[dict], texts: Iterable[str] | None = None) -> str:
+    """CoNLL-U of several parses (e.g. the pipeline's results), numbered from 1 in `# sent_id`, with `# text` the
+    given texts (default: the words joined by spaces)."""
+    parses = list(parses)
+    texts = list(texts) if texts is not None else [" ".join(parse["words"]) for parse in parses]
+    if len(texts) != len(parses):
+        raise ValueError(f"{len(texts)} texts for {len(parses)} parses")
+    return "".join(parse_to_conllu(parse, number, text) for number, (parse, text) in enumerate(zip(parses, texts), 1))
+
+
+def _metadata(sent_id, text) -> dict:
+    metadata = {}
+    if sent_id is not None:
+        metadata["sent_id"] = str(sent_id)
+    if text is not None:
+        metadata["text"] = text
+    return metadata
