@@ -1,0 +1,444 @@
+"""Arc-hybrid dependency parsing with exact dynamic programming (Le Roux, Rozenknop & Lacroix, CoNLL 2019).
+
+A parse is a pair (arc-hybrid derivation, dependency tree). Its score adds, in log-probabilities from locally
+trained distributions:
+- every arc h -> d: p(h | d), a biaffine head classifier over the encoded words (Dozat & Manning);
+- every transition: p(action | buffer front, stack size), where the stack size q is bucketed (1-9, >= 10). Given the
+  sentence, (buffer front, q) fixes the step's index in the derivation, which the paper encodes with step position
+  embeddings; here a step is represented by its buffer front's vector plus an embedding of q;
+- every shifted word k: p(j | k, q), which buffer front j reduces it (the paper's matching distribution).
+The stack-size DP (`stack_size_dp`) finds the best pair exactly; a deprel classifier labels its arcs.
+
+Training maximises the log-likelihood of the four distributions along the oracle derivation of the gold tree
+(projectivised, as decoding is projective): the paper's objective.
+
+"""
+
+# The modular source of configuration_arc_hybrid.py and modeling_arc_hybrid.py, the standalone Hub code that
+# scripts/modular_converter.py generates: edit this file, then run the converter.
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import BertConfig, BertModel, PreTrainedModel
+from transformers import initialization as init
+from transformers.utils import ModelOutput
+
+from ...configuration_utils import StructureConfig
+from ...layers import first_piece_positions
+from ...structs.arc_hybrid import stack_size_dp
+from ...structs.decoding import eisner
+
+HEAD_DECODINGS = ("derivation", "eisner")
+
+# The BERT settings an encoder of type "bert" is built from (all-MiniLM-L6-v2's values by default).
+BERT_KEYS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "layer_norm_eps", "initializer_range", "pad_token_id",
+)
+
+
+class ArcHybridConfig(StructureConfig):
+    r"""Configuration of an arc-hybrid dependency parser decoded exactly by dynamic programming (Le Roux, Rozenknop &
+    Lacroix, CoNLL 2019): the best (derivation, tree) pair under locally normalised scores of dependency arcs,
+    transitions (from the buffer front and the stack size) and matchings (which buffer front reduces a shifted word).
+
+    Args:
+        encoder_type: `"bert"` (a BERT-type Transformer over word pieces, e.g. initialised from all-MiniLM-L6-v2) or
+            `"bilstm"` (a BiLSTM over word-piece embeddings, the features of Shi et al.'s arc-hybrid parser; Le Roux et
+            al. use self-attention layers over word, POS and GloVe vectors). A word is represented by
+            its first piece; ROOT by `[CLS]`.
+        vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, hidden_act,
+        hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size,
+        layer_norm_eps, initializer_range: the BERT encoder's (vocab_size and hidden_size, the embedding width, are
+            the BiLSTM's too).
+        lstm_hidden_size, lstm_layers: the BiLSTM encoder's (each direction).
+        arc_size, label_size: widths of the biaffine arc and label scorers' projections (Dozat & Manning).
+        step_size: width of the step (buffer front + stack size) and matching representations.
+        stack_buckets: stack sizes are bucketed 1 .. stack_buckets - 1, the last bucket holding every larger size
+            (the paper: 1-9 and >= 10, i.e. 11 with the unused 0).
+        scorer_dropout: dropout on the scorers' projections.
+        head_decoding: `"derivation"`: the stack-size DP over arc, transition and matching scores (the paper);
+            `"eisner"`: Eisner's algorithm over the arc scores alone (the paper's "dependency scores only").
+        deprels: the dependency labels the parser predicts, in id order.
+        encoder_init: where the encoder's initial weights came from (a record; not read when loading).
+        punctuation_policy: `"keep"`: the parser sees every word, punctuation included.
+    """
+
+    model_type = "arc_hybrid"
+    default_auto_map = {
+        "AutoConfig": "configuration_arc_hybrid.ArcHybridConfig",
+        "AutoModel": "modeling_arc_hybrid.ArcHybridForParsing",
+    }
+    # Evaluation also reports the scores of these decodings (`uas_eisner`, ...): the paper's arcs-only ablation.
+    reported_head_decodings = ("eisner",)
+
+    def __init__(
+        self,
+        encoder_type="bert",
+        vocab_size=30522,
+        hidden_size=384,
+        num_hidden_layers=6,
+        num_attention_heads=12,
+        intermediate_size=1536,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        lstm_hidden_size=256,
+        lstm_layers=2,
+        arc_size=384,
+        label_size=128,
+        step_size=128,
+        stack_buckets=11,
+        scorer_dropout=0.33,
+        head_decoding="derivation",
+        deprels=("dep",),
+        encoder_init=None,
+        punctuation_policy="keep",
+        pad_token_id=0,
+        **kwargs,
+    ):
+        if encoder_type not in ("bert", "bilstm"):
+            raise ValueError(f"encoder_type must be 'bert' or 'bilstm', got {encoder_type!r}")
+        if head_decoding not in HEAD_DECODINGS:
+            raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
+        if stack_buckets < 4:
+            # Buckets 1, 2 and 3+ at least: which reductions are legal depends on q = 1, q = 2 (onto ROOT), q >= 3.
+            raise ValueError(f"stack_buckets must be at least 4 (bucket 0 is unused), got {stack_buckets}")
+        if encoder_type == "bert" and hidden_size % num_attention_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads")
+        self.encoder_type = encoder_type
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self.lstm_hidden_size = lstm_hidden_size
+        self.lstm_layers = lstm_layers
+        self.arc_size = arc_size
+        self.label_size = label_size
+        self.step_size = step_size
+        self.stack_buckets = stack_buckets
+        self.scorer_dropout = scorer_dropout
+        self.head_decoding = head_decoding
+        self.deprels = list(deprels)
+        self.encoder_init = encoder_init
+        super().__init__(punctuation_policy=punctuation_policy, pad_token_id=pad_token_id, **kwargs)
+
+
+# A log-probability for what cannot happen: finite, so that a row with no legal event stays a number.
+IMPOSSIBLE = -1e4
+
+
+@dataclass
+class ArcHybridOutput(ModelOutput):
+    """Outputs of `ArcHybridForParsing`.
+
+    Args:
+        loss: the sum of the mean negative log-likelihoods of gold heads, transitions, matchings and labels.
+        word_states: `(B, P, d)` ROOT (position 0), the words (1..n) and the empty buffer (n + 1).
+        arc_log_probs: `(B, P, P)` `[b, h, d]` log p(h | d) over the heads 0..n of each word d.
+    """
+
+    loss: torch.FloatTensor | None = None
+    word_states: torch.FloatTensor | None = None
+    arc_log_probs: torch.FloatTensor | None = None
+
+
+class ArcHybridBiaffine(nn.Module):
+    """`s[b, x, y] = left[b, x] U right[b, y]^T + left[b, x] . v` for each of `outputs` channels (Dozat & Manning,
+    with the bias on the left side as Le Roux et al.'s B functions)."""
+
+    def __init__(self, size: int, outputs: int = 1):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(outputs, size, size))
+        self.bias = nn.Linear(size, outputs)
+
+    def forward(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        """`left` `(B, X, s)`, `right` `(B, Y, s)` -> `(B, X, Y, outputs)`."""
+        bilinear = torch.einsum("bxs,ost,byt->bxyo", left, self.weight, right)
+        return bilinear + self.bias(left)[:, :, None]
+
+
+def _projection(size_in: int, size_out: int, dropout: float) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(size_in, size_out), nn.LeakyReLU(0.1), nn.Dropout(dropout))
+
+
+class ArcHybridPreTrainedModel(PreTrainedModel):
+    config_class = ArcHybridConfig
+    config: ArcHybridConfig
+    base_model_prefix = "arc_hybrid"
+    main_input_name = "input_ids"
+    _no_split_modules = ["BertLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, ArcHybridBiaffine):
+            init.zeros_(module.weight)
+        elif isinstance(module, ArcHybridForParsing):
+            init.normal_(module.empty_buffer, mean=0.0, std=std)
+
+
+class ArcHybridForParsing(ArcHybridPreTrainedModel):
+    """The encoder, the four scorers (arcs, labels, transitions, matchings) and exact decoding."""
+
+    accepts_loss_kwargs = False
+
+    def __init__(self, config: ArcHybridConfig):
+        super().__init__(config)
+        if config.encoder_type == "bert":
+            bert = BertConfig(**{key: getattr(config, key) for key in BERT_KEYS})
+            self.encoder = BertModel(bert, add_pooling_layer=False)
+            width = config.hidden_size
+        else:
+            self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+            between_layers = config.hidden_dropout_prob if config.lstm_layers > 1 else 0.0
+            self.lstm = nn.LSTM(config.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
+                                bidirectional=True, dropout=between_layers)
+            self.lstm_dropout = nn.Dropout(config.hidden_dropout_prob)
+            width = 2 * config.lstm_hidden_size
+        # The position after the last word: the empty buffer.
+        self.empty_buffer = nn.Parameter(torch.zeros(width))
+        dropout = config.scorer_dropout
+        self.arc_head = _projection(width, config.arc_size, dropout)
+        self.arc_dependent = _projection(width, config.arc_size, dropout)
+        self.arc_scorer = ArcHybridBiaffine(config.arc_size)
+        self.label_head = _projection(width, config.label_size, dropout)
+        self.label_dependent = _projection(width, config.label_size, dropout)
+        self.label_scorer = ArcHybridBiaffine(config.label_size, len(config.deprels))
+        # A step is (buffer front, stack size): given the sentence, the pair fixes the step's index in the derivation.
+        self.step = _projection(width, config.step_size, dropout)
+        self.stack_size_embeddings = nn.Embedding(config.stack_buckets, config.step_size)
+        self.transition_scorer = nn.Sequential(
+            nn.Linear(config.step_size, config.step_size), nn.ReLU(), nn.Linear(config.step_size, 3)
+        )
+        self.matched_word = _projection(width, config.step_size, dropout)
+        self.matching_stack_size_embeddings = nn.Embedding(config.stack_buckets, config.step_size)
+        self.matching_front = _projection(width, config.step_size, dropout)
+        self.matching_scorer = ArcHybridBiaffine(config.step_size)
+        self.post_init()
+
+    @staticmethod
+    def is_pretrained_parameter(name: str) -> bool:
+        """Whether a parameter comes from the pretrained encoder (trained with the lower learning rate): BERT's, or
+        the BiLSTM encoder's word-piece embeddings."""
+        return name.startswith(("encoder.", "embeddings."))
+
+    def encode_words(self, input_ids, attention_mask, first_pieces, lengths) -> torch.Tensor:
+        """`(B, P, d)` vectors of ROOT (`[CLS]`, position 0), the words (their first pieces, 1..n) and the empty
+        buffer (n + 1); zeros beyond. `first_pieces` `(B, P)`: the piece of each position 0..n (0 elsewhere)."""
+        if self.config.encoder_type == "bert":
+            pieces = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        else:
+            embedded = self.embeddings(input_ids)
+            packed = nn.utils.rnn.pack_padded_sequence(embedded, attention_mask.sum(-1).cpu(), batch_first=True,
+                                                       enforce_sorted=False)
+            pieces, _ = self.lstm(packed)
+            pieces, _ = nn.utils.rnn.pad_packed_sequence(pieces, batch_first=True, total_length=input_ids.size(1))
+            pieces = self.lstm_dropout(pieces)
+        words = pieces.gather(1, first_pieces[..., None].expand(-1, -1, pieces.size(-1)))
+        positions = torch.arange(first_pieces.size(1), device=first_pieces.device)
+        is_end = (positions[None] == lengths[:, None] + 1)[..., None]
+        is_beyond = (positions[None] > lengths[:, None] + 1)[..., None]
+        words = torch.where(is_end, self.empty_buffer.to(words.dtype), words)
+        return words.masked_fill(is_beyond, 0.0)
+
+    def arc_log_probs(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """`(B, P, P)` `[b, h, d]` log p(h | d), normalised over the heads 0..n, h != d."""
+        scores = self.arc_scorer(self.arc_head(words), self.arc_dependent(words)).squeeze(-1).float()
+        positions = torch.arange(words.size(1), device=words.device)
+        allowed = (positions[None, :, None] <= lengths[:, None, None]) & (positions[:, None] != positions[None, :])
+        return scores.masked_fill(~allowed, IMPOSSIBLE).log_softmax(dim=1)
+
+    def label_logits(self, words: torch.Tensor, heads: torch.Tensor) -> torch.Tensor:
+        """`(B, P, labels)` label scores of each position's arc from `heads` `(B, P)`."""
+        head_states = words.gather(1, heads[..., None].expand(-1, -1, words.size(-1)))
+        head, dependent = self.label_head(head_states), self.label_dependent(words)
+        # The biaffine over aligned pairs only: (B, P, s) x (labels, s, s) x (B, P, s).
+        bilinear = torch.einsum("bps,ost,bpt->bpo", head, self.label_scorer.weight, dependent)
+        return bilinear + self.label_scorer.bias(head)
+
+    def transition_log_probs(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """`(B, P, Q, 3)` `[b, j, q, action]` log p(action | buffer front j, stack-size bucket q), over the actions
+        legal there: SHIFT and LEFT need a word at the front, LEFT and RIGHT a word on the stack (q >= 2), and RIGHT
+        onto ROOT (q = 2) waits for the empty buffer, so that the tree has one root."""
+        steps = self.step(words)[:, :, None] + self.stack_size_embeddings.weight[None, None]
+        scores = self.transition_scorer(torch.relu(steps)).float()
+        positions = torch.arange(words.size(1), device=words.device)[None, :, None]
+        buckets = torch.arange(self.config.stack_buckets, device=words.device)[None, None, :]
+        front_is_word = (positions >= 1) & (positions <= lengths[:, None, None])
+        legal = torch.stack([
+            front_is_word.expand(-1, -1, buckets.size(-1)),
+            front_is_word & (buckets >= 2),
+            (buckets >= 3) | ((buckets == 2) & ~front_is_word),
+        ], dim=-1)
+        return scores.masked_fill(~legal, IMPOSSIBLE).log_softmax(dim=-1)
+
+    def matching_log_probs(self, words: torch.Tensor, lengths: torch.Tensor, shifted=None) -> torch.Tensor:
+        """log p(j | k, q) over the buffer fronts j = k + 1 .. n + 1 that can reduce word k shifted onto a stack of
+        bucket q: `(B, P, Q, P)` `[b, k, q, j]`, or with `shifted` `(B, M, 2)` (k, q) pairs only: `(B, M, P)`."""
+        words_side = self.matched_word(words)  # (B, P, s)
+        if shifted is None:
+            left = words_side[:, :, None] + self.matching_stack_size_embeddings.weight[None, None]  # (B, P, Q, s)
+            left = left.flatten(1, 2)
+            word_index = torch.arange(words.size(1), device=words.device).repeat_interleave(self.config.stack_buckets)
+            word_index = word_index[None].expand(words.size(0), -1)
+        else:
+            word_index = shifted[..., 0]
+            left = words_side.gather(1, word_index[..., None].expand(-1, -1, words_side.size(-1)))
+            left = left + self.matching_stack_size_embeddings(shifted[..., 1])
+        scores = self.matching_scorer(left, self.matching_front(words)).squeeze(-1).float()  # (B, X, P)
+        positions = torch.arange(words.size(1), device=words.device)
+        allowed = (positions[None, None, :] > word_index[..., None]) & (
+            positions[None, None, :] <= lengths[:, None, None] + 1)
+        log_probs = scores.masked_fill(~allowed, IMPOSSIBLE).log_softmax(dim=-1)
+        if shifted is None:
+            return log_probs.view(words.size(0), words.size(1), self.config.stack_buckets, -1)
+        return log_probs
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor,
+        first_pieces: torch.LongTensor,
+        lengths: torch.LongTensor,
+        heads: torch.LongTensor | None = None,
+        labels: torch.LongTensor | None = None,
+        steps: torch.LongTensor | None = None,
+        matchings: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> ArcHybridOutput:
+        """Scores of a batch of sentences, and with the gold targets the training loss.
+
+        Args:
+            input_ids, attention_mask: `(B, T)` word pieces, `[CLS] ... [SEP]`.
+            first_pieces: `(B, P)` the piece of ROOT (0) and of each word 1..n; lengths: `(B,)` words.
+            heads, labels: `(B, P)` gold (projective) head and label id of each word 1..n; -100 elsewhere.
+            steps: `(B, 2n, 3)` the oracle derivation's (buffer front, stack-size bucket, action); -100 padding.
+            matchings: `(B, n, 3)` each shifted word's (word, stack-size bucket, buffer front at its reduction);
+                -100 padding.
+        """
+        words = self.encode_words(input_ids, attention_mask, first_pieces, lengths)
+        arc_log_probs = self.arc_log_probs(words, lengths)
+        loss = None
+        if heads is not None:
+            real = heads.ne(-100)
+            gold_heads = heads.clamp(min=0)
+            arc_loss = -arc_log_probs.gather(1, gold_heads[:, None]).squeeze(1)[real].mean()
+            label_logits = self.label_logits(words, gold_heads)
+            label_loss = F.cross_entropy(label_logits[real].float(), labels[real])
+            step_real = steps[..., 0].ne(-100)
+            transitions = self.transition_log_probs(words, lengths)
+            batch = torch.arange(words.size(0), device=words.device)[:, None]
+            picked = steps.clamp(min=0)
+            transition_loss = -transitions[batch, picked[..., 0], picked[..., 1], picked[..., 2]][step_real].mean()
+            match_real = matchings[..., 0].ne(-100)
+            picked = matchings.clamp(min=0)
+            matched = self.matching_log_probs(words, lengths, picked[..., :2])
+            matching_loss = -matched.gather(2, picked[..., 2:]).squeeze(2)[match_real].mean()
+            loss = arc_loss + label_loss + transition_loss + matching_loss
+        return ArcHybridOutput(loss=loss, word_states=words, arc_log_probs=arc_log_probs)
+
+    # The parse contract (the pipeline and CLI check every call against it before parsing): the keyword options of
+    # `parse` with the values each takes, and what a parse holds besides `words`.
+    parse_options = {"head_decoding": HEAD_DECODINGS}
+    parse_outputs = ("heads", "deprels")
+
+    @torch.no_grad()
+    def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:
+        """Parse a batch of sentences given as words (punctuation included).
+
+        `head_decoding`: `"derivation"` (the stack-size DP) or `"eisner"` (over the arc scores alone); default
+        `config.head_decoding`. Returns one dict per sentence: `words`, `heads` (1-based, 0 = root; a projective tree
+        with one root, by construction) and `deprels`. Raises ValueError naming the sentence when one has no word or
+        more word pieces than the encoder's positions.
+        """
+        decoding = head_decoding or self.config.head_decoding
+        if decoding not in HEAD_DECODINGS:
+            raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
+        inputs = encode_sentences(sentences, tokenizer, self.config.max_position_embeddings)
+        inputs = {key: value.to(self.device) for key, value in inputs.items()}
+        lengths = inputs["lengths"]
+        words = self.encode_words(**inputs)
+        arc_log_probs = self.arc_log_probs(words, lengths)
+        if decoding == "derivation":
+            _, heads, _ = stack_size_dp(
+                self.transition_log_probs(words, lengths),
+                self.matching_log_probs(words, lengths),
+                arc_log_probs,
+                lengths,
+                single_root=True,
+            )
+        else:
+            positions = torch.arange(words.size(1), device=words.device)
+            mask = (positions[None] >= 1) & (positions[None] <= lengths[:, None])
+            heads = eisner(arc_log_probs.transpose(1, 2), mask, single_root=True)
+        heads = heads.to(words.device)
+        label_ids = self.label_logits(words, heads).argmax(-1).tolist()
+        heads = heads.tolist()
+        return [
+            {
+                "words": list(words_of),
+                "heads": heads[b][1 : len(words_of) + 1],
+                "deprels": [self.config.deprels[label] for label in label_ids[b][1 : len(words_of) + 1]],
+            }
+            for b, words_of in enumerate(sentences)
+        ]
+
+
+def encode_sentences(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
+    """Tokenise pre-split sentences: `input_ids`, `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of
+    ROOT, `[CLS]`, and of each word's first piece; P = longest sentence + 2) and `lengths` `(B,)`. A word the
+    tokenizer turns into no piece (e.g. a control character) is read as the unknown token. Raises ValueError naming
+    the first sentence that is empty or longer than `max_pieces` pieces."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+    sentences = [list(words) for words in sentences]
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
+        sentences = [[word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words]
+                     for words in sentences]
+        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    piece_counts = encoded["attention_mask"].sum(-1).tolist()
+    for index, count in enumerate(piece_counts):
+        if count > max_pieces:
+            raise ValueError(f"sentence {index}: {count} word pieces; this model reads at most {max_pieces}")
+    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
+    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
+        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
+    return {
+        "input_ids": encoded["input_ids"],
+        "attention_mask": encoded["attention_mask"],
+        "first_pieces": first_pieces,
+        "lengths": torch.tensor([len(words) for words in sentences]),
+    }
+
+
+__all__ = ["ArcHybridConfig", "ArcHybridForParsing", "ArcHybridOutput", "ArcHybridPreTrainedModel"]

@@ -1,0 +1,425 @@
+"""Graph-to-Graph Transformer (Mohammadshahi & Henderson, Findings of EMNLP 2020): a transition-based dependency
+parser whose encoder takes the partial dependency graph as input.
+
+Sentence Transformer form: the encoder reads `[CLS] word pieces [SEP]` (`[CLS]` stands for ROOT). At each parser
+configuration (arc-standard with SWAP), every arc built so far enters self-attention as a relation between the
+first pieces of its head and dependent (head->dependent or dependent->head, Shaw-style embeddings added to keys and
+values), a word's non-first pieces are pre-linked to its first piece, and each attached word's label embedding is
+added to its input. An action MLP over the first pieces of [s1; s0; b0] chooses SHIFT, LEFT_ARC, RIGHT_ARC or SWAP,
+a label MLP over [s1; s0] the arc's label.
+
+Only the top `graph_layers` layers see the graph: the layers below depend on the sentence alone, so they run once
+per sentence, and the parser's configurations of a sentence (all of them in training, teacher-forced; the current
+one of every unfinished sentence at each step of decoding) share them.
+
+"""
+
+# The modular source of configuration_g2gtr.py and modeling_g2gtr.py, the standalone Hub code that
+# scripts/modular_converter.py generates: edit this file, then run the converter.
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.utils import ModelOutput
+
+from ...configuration_utils import StructureConfig
+from ...layers import first_piece_positions
+from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
+
+
+class G2GTrConfig(StructureConfig):
+    r"""Configuration of a Graph-to-Graph Transformer dependency parser (Mohammadshahi & Henderson, 2020), in its
+    Sentence Transformer form: a BERT-type encoder reads the sentence's word pieces, the partial dependency graph
+    enters its attention, and a transition classifier reads the stack and buffer words' first pieces.
+
+    Args:
+        vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, hidden_act,
+        hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size,
+        layer_norm_eps, initializer_range: the BERT encoder's (defaults: all-MiniLM-L6-v2's).
+        graph_layers: how many of the top encoder layers take the partial graph as input. The layers below are
+            computed once per sentence and shared by all its parser configurations. Default: all of them, as in the
+            paper; 0 is the Sentence Transformer baseline without graph input (no relations, no label embeddings).
+        deprels: the dependency labels the parser predicts, in id order.
+        action_hidden_size, label_hidden_size: hidden sizes of the action and label MLPs.
+        classifier_dropout: dropout in both MLPs.
+        encoder_init: where the encoder's initial weights came from (a record; not read when loading).
+        punctuation_policy: `"keep"`: the parser sees every word, punctuation included.
+    """
+
+    model_type = "g2gtr"
+    default_auto_map = {
+        "AutoConfig": "configuration_g2gtr.G2GTrConfig",
+        "AutoModel": "modeling_g2gtr.G2GTrForParsing",
+    }
+
+    def __init__(
+        self,
+        vocab_size=30522,
+        hidden_size=384,
+        num_hidden_layers=6,
+        num_attention_heads=12,
+        intermediate_size=1536,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        graph_layers=None,
+        deprels=("dep",),
+        action_hidden_size=500,
+        label_hidden_size=100,
+        classifier_dropout=0.33,
+        encoder_init=None,
+        punctuation_policy="keep",
+        pad_token_id=0,
+        **kwargs,
+    ):
+        graph_layers = num_hidden_layers if graph_layers is None else graph_layers
+        if not 0 <= graph_layers <= num_hidden_layers:
+            raise ValueError(f"graph_layers must be between 0 and num_hidden_layers, got {graph_layers}")
+        if hidden_size % num_attention_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads")
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self.graph_layers = graph_layers
+        self.deprels = list(deprels)
+        self.action_hidden_size = action_hidden_size
+        self.label_hidden_size = label_hidden_size
+        self.classifier_dropout = classifier_dropout
+        self.encoder_init = encoder_init
+        super().__init__(punctuation_policy=punctuation_policy, pad_token_id=pad_token_id, **kwargs)
+
+
+# Relations between two pieces in the graph input: none, head->dependent (row is the head), dependent->head.
+NO_RELATION, TO_DEPENDENT, TO_HEAD = 0, 1, 2
+
+
+
+@dataclass
+class G2GTrOutput(ModelOutput):
+    """Outputs of `G2GTrForParsing`.
+
+    Args:
+        loss: action cross-entropy plus label cross-entropy on arc steps (when targets are given).
+        action_logits: `(C, 4)` scores of SHIFT, LEFT_ARC, RIGHT_ARC, SWAP per configuration.
+        label_logits: `(C, 2, num_labels)` label scores per configuration, for a LEFT_ARC ([:, 0]) or RIGHT_ARC.
+    """
+
+    loss: torch.FloatTensor | None = None
+    action_logits: torch.FloatTensor | None = None
+    label_logits: torch.FloatTensor | None = None
+
+
+class G2GTrNewEmbedding(nn.Embedding):
+    """Embeddings that the pretrained encoder did not have (graph relations, labels): initialised to zero, so a
+    pretrained encoder starts out computing exactly what it computed before."""
+
+
+class G2GTrEmbeddings(nn.Module):
+    """BERT's input embeddings (word piece + position + segment 0, layer norm, dropout)."""
+
+    def __init__(self, config: G2GTrConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.size(1), device=input_ids.device)
+        embedded = self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
+        embedded = embedded + self.token_type_embeddings.weight[0]
+        return self.dropout(self.LayerNorm(embedded))
+
+
+class G2GTrAttention(nn.Module):
+    """BERT self-attention with the graph input of Eqs. 3-4: e_ij = q_i.(k_j + r^K_ij) / sqrt(d_head) and
+    z_i = sum_j a_ij (v_j + r^V_ij), the relation embeddings shared by all heads of the layer."""
+
+    def __init__(self, config: G2GTrConfig, graph: bool):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.relation_keys = G2GTrNewEmbedding(3, self.head_dim) if graph else None
+        self.relation_values = G2GTrNewEmbedding(3, self.head_dim) if graph else None
+
+    def forward(self, hidden: torch.Tensor, mask_bias: torch.Tensor, relations: torch.Tensor | None) -> torch.Tensor:
+        batch, length, _ = hidden.shape
+
+        def heads(x):
+            return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        query, key, value = heads(self.query(hidden)), heads(self.key(hidden)), heads(self.value(hidden))
+        scores = query @ key.transpose(-1, -2)
+        if relations is not None:
+            # q_i . r_k for the three relation types, then picked per pair (i, j): no (B, H, L, L, d) tensor.
+            per_type = query @ self.relation_keys.weight.t()
+            scores = scores + per_type.gather(-1, relations[:, None].expand(-1, self.num_heads, -1, -1))
+        weights = self.dropout(torch.softmax(scores / math.sqrt(self.head_dim) + mask_bias, dim=-1))
+        context = weights @ value
+        if relations is not None:
+            one_hot = F.one_hot(relations, 3).to(weights.dtype)  # (B, L, L, 3)
+            mass = torch.einsum("bhij,bijr->bhir", weights, one_hot)  # attention on each relation type
+            context = context + mass @ self.relation_values.weight
+        return context.transpose(1, 2).reshape(batch, length, -1)
+
+
+class G2GTrLayer(nn.Module):
+    """A post-layer-norm BERT block; `graph` adds the graph input to its attention."""
+
+    def __init__(self, config: G2GTrConfig, graph: bool):
+        super().__init__()
+        self.attention = G2GTrAttention(config, graph)
+        self.attention_output = nn.Linear(config.hidden_size, config.hidden_size)
+        self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.intermediate = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.activation = ACT2FN[config.hidden_act]
+        self.output = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden, mask_bias, relations=None):
+        attended = self.dropout(self.attention_output(self.attention(hidden, mask_bias, relations)))
+        hidden = self.attention_norm(hidden + attended)
+        return self.output_norm(hidden + self.dropout(self.output(self.activation(self.intermediate(hidden)))))
+
+
+class G2GTrPreTrainedModel(PreTrainedModel):
+    config_class = G2GTrConfig
+    config: G2GTrConfig
+    base_model_prefix = "g2gtr"
+    main_input_name = "input_ids"
+    _no_split_modules = ["G2GTrLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, G2GTrNewEmbedding):
+            init.zeros_(module.weight)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, G2GTrForParsing):
+            init.zeros_(module.empty_slots)
+
+
+class G2GTrForParsing(G2GTrPreTrainedModel):
+    """The encoder with graph input, and the action and label classifiers."""
+
+    accepts_loss_kwargs = False
+
+    def __init__(self, config: G2GTrConfig):
+        super().__init__(config)
+        self.embeddings = G2GTrEmbeddings(config)
+        first_graph = config.num_hidden_layers - config.graph_layers
+        self.layers = nn.ModuleList(G2GTrLayer(config, i >= first_graph) for i in range(config.num_hidden_layers))
+        # Index 0: no label (a word not attached yet); label l is id l + 1.
+        self.label_embeddings = G2GTrNewEmbedding(len(config.deprels) + 1, config.hidden_size)
+        # Stand-ins for an empty stack slot or buffer front.
+        self.empty_slots = nn.Parameter(torch.zeros(3, config.hidden_size))
+        d, dropout = config.hidden_size, config.classifier_dropout
+        self.action_classifier = nn.Sequential(
+            nn.Linear(3 * d, config.action_hidden_size), nn.LeakyReLU(), nn.Dropout(dropout),
+            nn.Linear(config.action_hidden_size, 4),
+        )
+        self.label_classifier = nn.Sequential(
+            nn.Linear(2 * d, config.label_hidden_size), nn.LeakyReLU(), nn.Dropout(dropout),
+            nn.Linear(config.label_hidden_size, 2 * len(config.deprels)),
+        )
+        self.post_init()
+
+    @staticmethod
+    def is_pretrained_parameter(name: str) -> bool:
+        """Whether a parameter comes from the pretrained encoder (trained with the lower learning rate)."""
+        return name.startswith(("embeddings.", "layers.")) and ".relation_" not in name
+
+    @property
+    def first_graph_layer(self) -> int:
+        return self.config.num_hidden_layers - self.config.graph_layers
+
+    def encode_sentences(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The layers below the graph layers, once per sentence: `(S, T, d)`."""
+        hidden = self.embeddings(input_ids)
+        mask_bias = _mask_bias(attention_mask, hidden.dtype)
+        for layer in self.layers[: self.first_graph_layer]:
+            hidden = layer(hidden, mask_bias)
+        return hidden
+
+    def encode_configurations(self, sentence_states, attention_mask, relations, token_labels):
+        """The graph layers over each configuration (`relations` `(C, T, T)`, `token_labels` `(C, T)` with 0 for
+        none): `(C, T, d)`. `sentence_states` and `attention_mask` are already one row per configuration."""
+        if not self.config.graph_layers:  # the baseline without graph input: labels do not enter either
+            return sentence_states
+        hidden = sentence_states + self.label_embeddings(token_labels)
+        mask_bias = _mask_bias(attention_mask, hidden.dtype)
+        for layer in self.layers[self.first_graph_layer :]:
+            hidden = layer(hidden, mask_bias, relations)
+        return hidden
+
+    def classify(self, states: torch.Tensor, slot_positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action and label logits from the pieces at `slot_positions` `(C, 3)` (s1, s0, b0; -1: empty)."""
+        picked = states.gather(1, slot_positions.clamp(min=0)[:, :, None].expand(-1, -1, states.size(-1)))
+        empty = (slot_positions < 0)[:, :, None]
+        picked = torch.where(empty, self.empty_slots.to(picked.dtype), picked)
+        action_logits = self.action_classifier(picked.flatten(1))
+        label_logits = self.label_classifier(picked[:, :2].flatten(1)).view(len(picked), 2, -1)
+        return action_logits, label_logits
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor,
+        relations: torch.LongTensor,
+        token_labels: torch.LongTensor,
+        slot_positions: torch.LongTensor,
+        sentence_index: torch.LongTensor | None = None,
+        actions: torch.LongTensor | None = None,
+        arc_labels: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> G2GTrOutput:
+        """Scores of C parser configurations of S sentences.
+
+        Args:
+            input_ids, attention_mask: `(S, T)` word pieces of the sentences, `[CLS] ... [SEP]`.
+            relations: `(C, T, T)` relation ids of the configurations' partial graphs.
+            token_labels: `(C, T)` label id + 1 of each attached word's first piece, 0 elsewhere.
+            slot_positions: `(C, 3)` piece positions of s1, s0, b0 (0 is ROOT, `[CLS]`; -1 an empty slot).
+            sentence_index: `(C,)` the sentence of each configuration (default: configuration c of sentence c).
+            actions: `(C,)` gold actions; arc_labels: `(C,)` gold label ids on arc steps, -100 elsewhere.
+        """
+        states = self.encode_sentences(input_ids, attention_mask)
+        if sentence_index is not None:
+            states, attention_mask = states[sentence_index], attention_mask[sentence_index]
+        states = self.encode_configurations(states, attention_mask, relations, token_labels)
+        action_logits, label_logits = self.classify(states, slot_positions)
+        loss = None
+        if actions is not None:
+            direction = (actions == RIGHT_ARC).long()  # which label scores apply: 0 LEFT_ARC, 1 RIGHT_ARC
+            chosen = label_logits.gather(1, direction[:, None, None].expand(-1, 1, label_logits.size(-1))).squeeze(1)
+            # A mean over the arc steps; a sum over none is 0 and still reaches every parameter (DDP needs that).
+            label_loss = F.cross_entropy(chosen.float(), arc_labels, ignore_index=-100, reduction="sum")
+            loss = F.cross_entropy(action_logits.float(), actions) + label_loss / arc_labels.ne(-100).sum().clamp(min=1)
+        return G2GTrOutput(loss=loss, action_logits=action_logits, label_logits=label_logits)
+
+    # The parse contract (the pipeline and CLI check every call against it before parsing): `parse` takes no
+    # option, and a parse holds heads and labels besides `words`.
+    parse_options = {}
+    parse_outputs = ("heads", "deprels")
+
+    @torch.no_grad()
+    def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
+        """Parse a batch of sentences given as words (punctuation included). All unfinished sentences advance one
+        transition per step; illegal actions are never chosen, so the heads always form a tree.
+
+        Returns one dict per sentence: `words`, `heads` (1-based, 0 = root) and `deprels`. Raises ValueError naming
+        the sentence when one has no word or more word pieces than the encoder's positions.
+        """
+        encoded = tokenizer([list(words) for words in sentences], is_split_into_words=True, padding=True,
+                            return_tensors="pt")
+        for index, words in enumerate(sentences):
+            if not words:
+                raise ValueError(f"sentence {index}: no word")
+        if encoded["input_ids"].size(1) > self.config.max_position_embeddings:
+            lengths = encoded["attention_mask"].sum(-1).tolist()
+            index = max(range(len(lengths)), key=lengths.__getitem__)
+            raise ValueError(f"sentence {index}: {lengths[index]} word pieces; this model reads at most "
+                             f"{self.config.max_position_embeddings}")
+        first_pieces = [first_piece_positions(encoded.word_ids(b), len(words)) for b, words in enumerate(sentences)]
+        device = self.device
+        input_ids = encoded["input_ids"].to(device)
+        attention_mask = encoded["attention_mask"].to(device)
+        states = self.encode_sentences(input_ids, attention_mask)
+        relations = _piece_relations(encoded, first_pieces).to(device)
+        token_labels = torch.zeros_like(input_ids)
+        configurations = [SwapConfiguration(len(words)) for words in sentences]
+        while True:
+            active = [b for b, c in enumerate(configurations) if not c.is_terminal()]
+            if not active:
+                break
+            index = torch.tensor(active, device=device)
+            slots = torch.tensor([_slot_positions(configurations[b], first_pieces[b]) for b in active], device=device)
+            hidden = self.encode_configurations(states[index], attention_mask[index], relations[index],
+                                                token_labels[index])
+            action_logits, label_logits = self.classify(hidden, slots)
+            legal = torch.tensor([configurations[b].legal_actions() for b in active], device=device)
+            actions = action_logits.masked_fill(~legal, float("-inf")).argmax(-1).tolist()
+            labels = label_logits.argmax(-1).tolist()
+            for b, action, (left_label, right_label) in zip(active, actions, labels):
+                configuration = configurations[b]
+                if action in (LEFT_ARC, RIGHT_ARC):
+                    label = left_label if action == LEFT_ARC else right_label
+                    s1, s0 = configuration.stack[-2], configuration.stack[-1]
+                    head, dependent = (s0, s1) if action == LEFT_ARC else (s1, s0)
+                    head_piece, dependent_piece = first_pieces[b][head], first_pieces[b][dependent]
+                    relations[b, head_piece, dependent_piece] = TO_DEPENDENT
+                    relations[b, dependent_piece, head_piece] = TO_HEAD
+                    token_labels[b, dependent_piece] = label + 1
+                    configuration.apply(action, label)
+                else:
+                    configuration.apply(action)
+        return [
+            {
+                "words": list(words),
+                "heads": configuration.heads[1:],
+                "deprels": [self.config.deprels[label] for label in configuration.labels[1:]],
+            }
+            for words, configuration in zip(sentences, configurations)
+        ]
+
+
+def _mask_bias(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`(B, 1, 1, T)` additive attention bias: 0 at real pieces, a large negative number at pads."""
+    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+def _piece_relations(encoded, first_pieces: list[list[int]]) -> torch.Tensor:
+    """`(B, T, T)` relations before any arc: each word's non-first pieces depend on its first piece."""
+    batch, length = encoded["input_ids"].shape
+    relations = torch.zeros(batch, length, length, dtype=torch.long)
+    for b, first in enumerate(first_pieces):
+        for position, word in enumerate(encoded.word_ids(b)):
+            if word is not None and first[word + 1] != position:
+                relations[b, first[word + 1], position] = TO_DEPENDENT
+                relations[b, position, first[word + 1]] = TO_HEAD
+    return relations
+
+
+def _slot_positions(configuration, first_pieces: list[int]) -> list[int]:
+    """Piece positions of s1, s0 and b0 (-1 for an empty slot)."""
+    stack, buffer = configuration.stack, configuration.buffer
+    s1 = first_pieces[stack[-2]] if len(stack) >= 2 else -1
+    s0 = first_pieces[stack[-1]] if stack else -1
+    b0 = first_pieces[buffer[0]] if buffer else -1
+    return [s1, s0, b0]
+
+
+__all__ = ["G2GTrConfig", "G2GTrForParsing", "G2GTrOutput", "G2GTrPreTrainedModel"]
