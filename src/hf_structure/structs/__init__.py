@@ -11,7 +11,8 @@
 - `arc_hybrid`: exact DP over arc-hybrid derivations (minimal features, O(n^3); stack sizes, O(n^4)) and
   cost-augmented arc scores.
 
-A model's Hub code cannot import these: it carries generated copies (`# Copied from`, `scripts/fix_copies.py`).
+Models import them like normal Python; the Hub code generated from a model (`scripts/modular_converter.py`) carries
+each definition it uses, marked `# Copied from`.
 """
 
 from .arc_hybrid import hamming_augmented_arcs, minimal_feature_dp, stack_size_dp

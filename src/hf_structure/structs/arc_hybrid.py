@@ -26,7 +26,8 @@ carry the stack size q (with i on top):
 Stack sizes at or above the scores' last bucket share it (the paper buckets 1-9 and >= 10), and so do their items:
 with Q buckets the DP runs in O(Q n^3).
 
-Self-contained (torch only); functions are copied into a model's Hub code by `scripts/fix_copies.py`.
+Self-contained (torch only); a model's generated Hub code carries the functions it uses
+(`scripts/modular_converter.py`).
 """
 
 import torch

@@ -1,8 +1,7 @@
 """Decoding algorithms shared by the structure models: best dependency trees and best binary constituency trees.
 
-Self-contained on purpose (torch and the standard library, and one optional compiled decoder): each public
-function, together with the helpers its docstring names ("uses `_helper`"), is copied verbatim into a model's Hub
-code.
+Self-contained on purpose (torch and the standard library, and one optional compiled decoder): a model's generated
+Hub code carries each function it uses, with the helpers that function calls (`scripts/modular_converter.py`).
 
 Dependency conventions: `scores` is a float tensor (B, L, L) in which position 0 is an artificial ROOT and positions
 1..n_b are the words of sentence b; `scores[b, i, j]` scores word j as the head of word i (j = 0: i attaches to

@@ -30,7 +30,7 @@ from .configuration_structformer import HEAD_DECODINGS, StructFormerConfig
 def encode_words(sentences, tokenizer, max_words: int):
     """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
     `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
-    `max_words`, or not one token per word. Self-contained: copied into word-level models' Hub code."""
+    `max_words`, or not one token per word. Self-contained: word-level models' generated Hub code carries it."""
     for index, words in enumerate(sentences):
         if not words:
             raise ValueError(f"sentence {index}: no word")
