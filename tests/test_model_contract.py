@@ -156,3 +156,16 @@ def test_no_shared_file_names_the_tiny_model():
     naming = [f"{path.relative_to(root)}: {name}" for path in files for name in names
               if name in path.read_text(errors="replace")]
     assert naming == []
+
+
+def test_training_recipes_are_imported_only_to_train():
+    """`import hf_structure` (parsing, export) imports no training module, and no model's Hub code imports one."""
+    code = "import sys, hf_structure; print(sorted(m for m in sys.modules if '.training' in m))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr[-2000:]
+    models = TESTS.parent / "src" / "hf_structure" / "models"
+    hub_code = [path for pattern in ("*/modeling_*.py", "*/modular_*.py", "*/configuration_*.py")
+                for path in models.glob(pattern)]
+    importing = [path.name for path in hub_code for line in path.read_text().splitlines()
+                 if line.lstrip().startswith(("from ", "import ")) and "training" in line]
+    assert hub_code and importing == []

@@ -323,3 +323,17 @@ def test_the_documented_training_commands_still_parse(monkeypatch):
         monkeypatch.setattr(arguments, "saved_model_type", lambda path, given=given: given)
         recipe, parsed = entry.parse_command_line(words[1:], default)
         assert parsed[0].model_type == given, name
+
+
+def test_an_entry_refuses_a_model_it_does_not_train_naming_it(monkeypatch):
+    from hf_structure.training import arguments, language_model, parser
+
+    with pytest.raises(ValueError, match="model type 'r2d2' is not trained by this entry"):
+        parser.parse_command_line(["--model_type", "r2d2", "--output_dir", "x"], "g2gtr")
+    with pytest.raises(ValueError, match="model type 'no-such-model' is not an hf_structure model"):
+        language_model.parse_command_line(["--model_type", "no-such-model"], "structformer")
+    monkeypatch.setattr(arguments, "saved_model_type", lambda path: "structformer")
+    with pytest.raises(ValueError, match="--model_type r2d2 disagrees with --model_name_or_path saved, a structformer"):
+        language_model.parse_command_line(["--model_type", "r2d2", "--model_name_or_path", "saved"], "structformer")
+    with pytest.raises(ValueError, match="not used .*--window_size"):  # R2D2's own argument is not StructFormer's
+        language_model.parse_command_line(["--model_name_or_path", "saved", "--window_size", "3"], "structformer")
