@@ -118,18 +118,20 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     from hf_structure.training.parser import main as train_parser
 
     treebank = TESTS / "fixtures" / "tiny.conllu"
-    (tmp_path / "train.conllu").write_text((treebank.read_text().strip() + "\n\n") * 4)
+    train = tmp_path / "train.conllu"
+    train.write_text((treebank.read_text().strip() + "\n\n") * 4)
     run = tmp_path / "run"
-    train_parser(["--model_type", "tiny-test-parser", "--tiny_width", "6",
-                  "--train_file", str(tmp_path / "train.conllu"),
-                  "--validation_file", str(treebank), "--max_steps", "4", "--per_device_train_batch_size", "2",
-                  "--learning_rate", "0.1", "--eval_strategy", "steps", "--eval_steps", "2", "--save_steps", "2",
-                  "--use_cpu", "--report_to", "none", "--remove_unused_columns", "false", "--disable_tqdm", "true",
-                  "--output_dir", str(run)], default_model_type="g2gtr")
+    arguments = ["--model_type", "tiny-test-parser", "--tiny_width", "6", "--train_file", str(train),
+                 "--validation_file", str(treebank), "--max_steps", "4", "--per_device_train_batch_size", "2",
+                 "--learning_rate", "0.1", "--eval_strategy", "steps", "--eval_steps", "2", "--save_steps", "2",
+                 "--use_cpu", "--report_to", "none", "--remove_unused_columns", "false", "--disable_tqdm", "true",
+                 "--output_dir", str(run)]
+    trainer = train_parser(arguments, default_model_type="g2gtr")
     state = json.loads((run / "trainer_state.json").read_text())
     assert state["global_step"] == 4 and json.loads((run / "config.json").read_text())["hidden_size"] == 6
     dev_scores = [entry for entry in state["log_history"] if "parse_uas" in entry]
     assert [entry["step"] for entry in dev_scores] == [2, 4] and all("parse_las" in entry for entry in dev_scores)
+    assert {"eval_loss", "eval_parse_uas", "eval_parse_las"} <= set(trainer.evaluate())  # the Trainer's eval_ keys
 
     spec = importlib.util.spec_from_file_location("bundle_parser", TESTS.parent / "scripts" / "bundle_parser.py")
     bundle_parser = importlib.util.module_from_spec(spec)
