@@ -31,10 +31,11 @@ class LanguageModelTraining:
     arguments: type
     new_config: Callable[[Any, Any], Any]
     collator: Callable[[Any, Any, int], Callable]
-    learning_rates: Callable[[Any, float], Callable[[str], float] | None] = None
+    learning_rates: Callable[[Any, float], Callable[[str], float] | None] | None = None
 
 
 def no_further_storage(model) -> list:
+    """No storage but float32 and all-half precision."""
     return []
 
 
