@@ -97,9 +97,9 @@ def test_decoding_is_exact_gives_single_rooted_projective_trees_and_does_not_dep
     from test_arc_hybrid import all_derivations, stack_size_score
 
     sentence = ["the", "old", "man", "sat"]
-    from hf_structure.models.arc_hybrid.modeling_arc_hybrid import encode_sentences
+    from hf_structure.layers import encode_word_pieces
 
-    inputs = encode_sentences([sentence], tokenizer, 64)
+    inputs = encode_word_pieces([sentence], tokenizer, 64)
     with torch.no_grad():
         states = model.encode_words(**inputs)
         lengths = inputs["lengths"]

@@ -4,8 +4,8 @@
 - `masked_lm_cross_entropy` / `BlockwiseCrossEntropy`: the language-model loss of StructFormer and R2D2, which never
   builds a float32 copy of bf16 logits.
 - `random_keep_mask`: fast, reproducible dropout masks on CPU.
-- `first_piece_positions`: where each word starts among a sentence's word pieces (the supervised parsers read a word
-  at its first piece).
+- `first_piece_positions`, `encode_word_pieces`: a batch of pre-split sentences as word pieces, with where each word
+  starts (the supervised parsers read a word at its first piece).
 """
 
 import math
@@ -92,3 +92,35 @@ def first_piece_positions(word_ids: list, length: int) -> list[int]:
         if word_ids[position] is not None:
             first[word_ids[position] + 1] = position
     return first
+
+
+def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
+    """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
+    `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
+    P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
+    character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
+    than `max_pieces` pieces."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+    sentences = [list(words) for words in sentences]
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
+        sentences = [[word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words]
+                     for words in sentences]
+        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    piece_counts = encoded["attention_mask"].sum(-1).tolist()
+    for index, count in enumerate(piece_counts):
+        if count > max_pieces:
+            raise ValueError(f"sentence {index}: {count} word pieces; this model reads at most {max_pieces}")
+    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
+    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
+        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
+    return {
+        "input_ids": encoded["input_ids"],
+        "attention_mask": encoded["attention_mask"],
+        "first_pieces": first_pieces,
+        "lengths": torch.tensor([len(words) for words in sentences]),
+    }

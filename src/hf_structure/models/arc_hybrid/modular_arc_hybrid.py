@@ -27,7 +27,7 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from ...configuration_utils import StructureConfig
-from ...layers import first_piece_positions
+from ...layers import encode_word_pieces
 from ...structs.arc_hybrid import stack_size_dp
 from ...structs.decoding import eisner
 
@@ -380,7 +380,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         decoding = head_decoding or self.config.head_decoding
         if decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
-        inputs = encode_sentences(sentences, tokenizer, self.config.max_position_embeddings)
+        inputs = encode_word_pieces(sentences, tokenizer, self.config.max_position_embeddings)
         inputs = {key: value.to(self.device) for key, value in inputs.items()}
         lengths = inputs["lengths"]
         words = self.encode_words(**inputs)
@@ -409,36 +409,6 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             for b, words_of in enumerate(sentences)
         ]
 
-
-def encode_sentences(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
-    """Tokenise pre-split sentences: `input_ids`, `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of
-    ROOT, `[CLS]`, and of each word's first piece; P = longest sentence + 2) and `lengths` `(B,)`. A word the
-    tokenizer turns into no piece (e.g. a control character) is read as the unknown token. Raises ValueError naming
-    the first sentence that is empty or longer than `max_pieces` pieces."""
-    for index, words in enumerate(sentences):
-        if not words:
-            raise ValueError(f"sentence {index}: no word")
-    sentences = [list(words) for words in sentences]
-    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
-    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
-    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
-        sentences = [[word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words]
-                     for words in sentences]
-        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
-        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
-    piece_counts = encoded["attention_mask"].sum(-1).tolist()
-    for index, count in enumerate(piece_counts):
-        if count > max_pieces:
-            raise ValueError(f"sentence {index}: {count} word pieces; this model reads at most {max_pieces}")
-    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
-    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
-        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
-    return {
-        "input_ids": encoded["input_ids"],
-        "attention_mask": encoded["attention_mask"],
-        "first_pieces": first_pieces,
-        "lengths": torch.tensor([len(words) for words in sentences]),
-    }
 
 
 __all__ = ["ArcHybridConfig", "ArcHybridForParsing", "ArcHybridOutput", "ArcHybridPreTrainedModel"]

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import torch
 
+from ...layers import encode_word_pieces
 from ...structs.arc_hybrid import stack_size_events, static_oracle
 from ...structs.trees import projectivize
 from ...training import ParserTraining
 from ...training.arguments import PretrainedEncoderArguments
 from .configuration_arc_hybrid import ArcHybridConfig
-from .modeling_arc_hybrid import encode_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def arc_hybrid_examples(sentences: list[dict], tokenizer, deprels: list[str], st
     rows, lifted = [], 0
     for sentence in sentences:
         try:
-            encoded = encode_sentences([sentence["words"]], tokenizer, tokenizer.model_max_length)
+            encoded = encode_word_pieces([sentence["words"]], tokenizer, tokenizer.model_max_length)
         except ValueError as error:
             logger.warning("sentence %s: %s; left out", sentence["id"], error)
             continue

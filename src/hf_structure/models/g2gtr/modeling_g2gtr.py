@@ -42,6 +42,39 @@ def first_piece_positions(word_ids: list, length: int) -> list[int]:
     return first
 
 
+# Copied from hf_structure.layers.encode_word_pieces
+def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
+    """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
+    `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
+    P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
+    character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
+    than `max_pieces` pieces."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+    sentences = [list(words) for words in sentences]
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
+        sentences = [[word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words]
+                     for words in sentences]
+        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt")
+        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    piece_counts = encoded["attention_mask"].sum(-1).tolist()
+    for index, count in enumerate(piece_counts):
+        if count > max_pieces:
+            raise ValueError(f"sentence {index}: {count} word pieces; this model reads at most {max_pieces}")
+    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
+    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
+        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
+    return {
+        "input_ids": encoded["input_ids"],
+        "attention_mask": encoded["attention_mask"],
+        "first_pieces": first_pieces,
+        "lengths": torch.tensor([len(words) for words in sentences]),
+    }
+
+
 # Copied from hf_structure.structs.transitions: SHIFT, LEFT_ARC, RIGHT_ARC, SWAP
 SHIFT, LEFT_ARC, RIGHT_ARC, SWAP = 0, 1, 2, 3
 
@@ -322,22 +355,13 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         Returns one dict per sentence: `words`, `heads` (1-based, 0 = root) and `deprels`. Raises ValueError naming
         the sentence when one has no word or more word pieces than the encoder's positions.
         """
-        encoded = tokenizer([list(words) for words in sentences], is_split_into_words=True, padding=True,
-                            return_tensors="pt")
-        for index, words in enumerate(sentences):
-            if not words:
-                raise ValueError(f"sentence {index}: no word")
-        if encoded["input_ids"].size(1) > self.config.max_position_embeddings:
-            lengths = encoded["attention_mask"].sum(-1).tolist()
-            index = max(range(len(lengths)), key=lengths.__getitem__)
-            raise ValueError(f"sentence {index}: {lengths[index]} word pieces; this model reads at most "
-                             f"{self.config.max_position_embeddings}")
-        first_pieces = [first_piece_positions(encoded.word_ids(b), len(words)) for b, words in enumerate(sentences)]
+        inputs = encode_word_pieces(sentences, tokenizer, self.config.max_position_embeddings)
+        first_pieces = inputs["first_pieces"].tolist()
         device = self.device
-        input_ids = encoded["input_ids"].to(device)
-        attention_mask = encoded["attention_mask"].to(device)
+        input_ids = inputs["input_ids"].to(device)
+        attention_mask = inputs["attention_mask"].to(device)
         states = self.encode_sentences(input_ids, attention_mask)
-        relations = _piece_relations(encoded, first_pieces).to(device)
+        relations = _piece_relations(first_pieces, inputs["lengths"].tolist(), inputs["attention_mask"]).to(device)
         token_labels = torch.zeros_like(input_ids)
         configurations = [SwapConfiguration(len(words)) for words in sentences]
         while True:
@@ -380,15 +404,15 @@ def _mask_bias(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
-def _piece_relations(encoded, first_pieces: list[list[int]]) -> torch.Tensor:
-    """`(B, T, T)` relations before any arc: each word's non-first pieces depend on its first piece."""
-    batch, length = encoded["input_ids"].shape
+def _piece_relations(first_pieces: list[list[int]], lengths: list[int], attention_mask: torch.Tensor) -> torch.Tensor:
+    """`(B, T, T)` relations before any arc: each word's non-first pieces depend on its first piece. A word's pieces
+    run from its first piece to the next word's (the last word's to `[SEP]`, the last real piece)."""
+    batch, length = attention_mask.shape
     relations = torch.zeros(batch, length, length, dtype=torch.long)
-    for b, first in enumerate(first_pieces):
-        for position, word in enumerate(encoded.word_ids(b)):
-            if word is not None and first[word + 1] != position:
-                relations[b, first[word + 1], position] = TO_DEPENDENT
-                relations[b, position, first[word + 1]] = TO_HEAD
+    for b, (first, words, pieces) in enumerate(zip(first_pieces, lengths, attention_mask.sum(-1).tolist())):
+        for start, end in zip(first[1 : words + 1], [*first[2 : words + 1], pieces - 1]):
+            relations[b, start, start + 1 : end] = TO_DEPENDENT
+            relations[b, start + 1 : end, start] = TO_HEAD
     return relations
 
 
