@@ -319,11 +319,16 @@ class ModularSource:
         return None
 
     def _render(
-        self, target: str, statements: list[Statement], docstring: str | None, provided: dict[str, str]
+        self,
+        target: str,
+        statements: list[Statement],
+        docstring: str | None,
+        provided: dict[str, str],
+        exported: list[str] | None,
     ) -> tuple[str, set[str]]:
         """The text of one generated file made of `statements` of the source; `provided` maps names another
-        generated file of the same source defines to that file's module name. Returns the text and the names it
-        defines."""
+        generated file of the same source defines to that file's module name; its `__all__` holds those of the
+        source's `exported` names it defines. Returns the text and the names it defines."""
         where = f"{self.path.name} -> {target}"
         own_names = {name for s in statements for name in s.bound}
         used = set().union(*(s.used for s in statements)) if statements else set()
@@ -370,6 +375,9 @@ class ModularSource:
             blocks.append((statement.gap if adjacent else 2, statement.full_text))
             previous = statement
         defined = own_names | {n for _, s in inlined.statements for n in s.bound}
+        public = [name for name in exported or () if name in defined]
+        if public:
+            blocks.append((2, _render_all(public)))
         return "\n".join("\n" * blank + text for blank, text in blocks) + "\n", defined
 
     def _check_clashes(self, where: str, statements, inlined: Inlined, imports: dict[str, ImportBinding]) -> None:
@@ -394,25 +402,20 @@ class ModularSource:
         main_stem = f"modeling_{self.stem}" if self.in_models else self.stem
         files = []
         provided: dict[str, str] = {}
-        config_names: set[str] = set()
+        defined: set[str] = set()
         if config:
             config_stem = f"configuration_{self.stem}"
             classes = ", ".join(s.node.name for s in config if isinstance(s.node, ast.ClassDef))
-            text, config_names = self._render(config_stem, config, f'"""{classes}: the configuration."""', {})
+            docstring = f'"""{classes}: the configuration."""'
+            text, config_names = self._render(config_stem, config, docstring, {}, exported)
             files.append(GeneratedFile(self.path.with_name(config_stem + ".py"), text))
             provided = {name: config_stem for name in config_names}
-        text, main_names = self._render(main_stem, rest, self.module.docstring, provided)
+            defined |= config_names
+        text, main_names = self._render(main_stem, rest, self.module.docstring, provided, exported)
         files.append(GeneratedFile(self.path.with_name(main_stem + ".py"), text))
-        if exported is not None:
-            unknown = [n for n in exported if n not in config_names | main_names]
-            if unknown:
-                raise ConversionError(f"{self.path}: __all__ names {unknown}, which no generated file defines")
-            for names, generated in zip(
-                ([n for n in exported if n in config_names], [n for n in exported if n not in config_names]),
-                files if config else [None, files[0]],
-            ):
-                if generated is not None and names:
-                    generated.text += "\n\n" + _render_all(names) + "\n"
+        unknown = [name for name in exported or () if name not in defined | main_names]
+        if unknown:
+            raise ConversionError(f"{self.path}: __all__ names {unknown}, which no generated file defines")
         for generated in files:
             _check_line_length(generated)
         return files
