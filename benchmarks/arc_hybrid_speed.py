@@ -13,7 +13,6 @@ gets the same random scores; score generation is not timed. Sentences are decode
 """
 
 import argparse
-import platform
 import random
 import sys
 import time
@@ -21,16 +20,14 @@ from pathlib import Path
 
 import torch
 
+from hf_structure.hub.records import cpu_flags, machine_description
 from hf_structure.structs.arc_hybrid import minimal_feature_dp, stack_size_dp
 from hf_structure.structs.decoding import eisner
 
 
-def cpu_flags() -> str:
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return platform.processor() or "unknown"
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+def flag_summary() -> str:
+    """The vector and bf16 features that decide these timings, as yes/no."""
+    flags, wanted = cpu_flags(), ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
     return ", ".join(f"{flag}={'yes' if flag in flags else 'no'}" for flag in wanted)
 
 
@@ -97,7 +94,7 @@ def main(argv=None) -> None:
         args.sentences, args.batch_size = 24, 8
 
     lengths = wsj23_like_lengths(args.sentences)
-    print(f"CPU: {platform.machine()}, {torch.get_num_threads()} threads; {cpu_flags()}; torch {torch.__version__}")
+    print(f"{machine_description()}; {flag_summary()}")
     print(f"{len(lengths)} sentences, mean {sum(lengths) / len(lengths):.1f} words, longest {max(lengths)}, "
           f"batches of {args.batch_size} sorted by length, {args.buckets} stack-size buckets")
     generator = torch.Generator().manual_seed(0)

@@ -16,7 +16,6 @@ the PTB vocabulary (speed does not depend on the weights); `--quick` for a tiny 
 import argparse
 import importlib.util
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -32,16 +31,7 @@ import torch  # noqa: E402
 
 import hf_structure  # noqa: E402,F401  (registers the model classes and the pipeline task)
 from hf_structure.bundled import DEFAULT_MODEL, resolve_model_path  # noqa: E402
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from hf_structure.hub.records import machine_description  # noqa: E402
 
 
 def build_random_model(folder: Path, sentences: list[list[str]], tiny: bool) -> Path:
@@ -132,10 +122,7 @@ def main(argv=None):
         config = parser.model.config
         smoke = " (--quick: a smoke run, not a measurement)" if args.quick else ""
         print("unsupervised-parsing pipeline throughput" + smoke)
-        print(
-            f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; torch {torch.__version__}, "
-            f"{torch.get_num_threads()} intra-op threads"
-        )
+        print(f"{machine_description()}; {os.cpu_count()} logical CPUs")
         print(
             f"model: {model_label} (hidden {config.hidden_size}, {config.num_hidden_layers} layers, "
             f"{config.num_attention_heads} heads)\n"

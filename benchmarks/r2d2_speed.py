@@ -11,7 +11,6 @@ backward of the bidirectional LM) in float32 and under bf16 autocast.
 """
 
 import argparse
-import platform
 import sys
 import time
 from pathlib import Path
@@ -25,15 +24,13 @@ from reference_r2d2 import chart_tree_spans, pruned_chart_loop, tree_spans  # no
 import hf_structure  # noqa: E402,F401
 from hf_structure.data.text import ptb_lm_lines  # noqa: E402
 from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
+from hf_structure.hub.records import cpu_flags, machine_description  # noqa: E402
 from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling  # noqa: E402
 
 
-def cpu_flags() -> str:
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return platform.processor() or "unknown"
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+def flag_summary() -> str:
+    """The vector and bf16 features that decide these timings, as yes/no."""
+    flags, wanted = cpu_flags(), ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
     return ", ".join(f"{flag}={'yes' if flag in flags else 'no'}" for flag in wanted)
 
 
@@ -57,7 +54,7 @@ def main(argv=None) -> None:
         model = R2D2ForLanguageModeling(config)
     r2d2 = model.r2d2.eval()
     lines = [line for line in ptb_lm_lines("valid") if line.split()][: args.sentences]
-    print(f"CPU: {platform.machine()}, {torch.get_num_threads()} threads; {cpu_flags()}")
+    print(f"{machine_description()}; {flag_summary()}")
     print(f"model: hidden {r2d2.config.hidden_size}, {r2d2.config.num_composition_layers} composition layers, "
           f"window {r2d2.config.window_size}; {len(lines)} sentences, {sum(len(x.split()) for x in lines)} words")
 

@@ -88,19 +88,13 @@ IMPLEMENTATIONS = {
 
 
 def machine_summary() -> str:
-    from hf_structure.training.precision import cpu_flags
+    from hf_structure.hub.records import cpu_flags, machine_description
 
-    model, flags = platform.processor() or "?", cpu_flags()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and model in ("?", "", "x86_64"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    flags = cpu_flags()
     bf16 = [f for f in ("avx512_bf16", "amx_bf16", "avx512f") if f in flags] or ["none of avx512f/avx512_bf16/amx_bf16"]
     return (
-        f"CPU: {model}; {os.cpu_count()} logical CPUs; bf16-relevant flags: {', '.join(bf16)}\n"
-        f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads, Python {platform.python_version()}"
+        f"{machine_description()}; {os.cpu_count()} logical CPUs; bf16-relevant flags: {', '.join(bf16)}\n"
+        f"Python {platform.python_version()}"
     )
 
 

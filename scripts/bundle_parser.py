@@ -28,7 +28,14 @@ import hf_structure  # noqa: F401  (registers the models)
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.conllu_format import read_conllu
 from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
-from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, render_model_card
+from hf_structure.hub import render_model_card
+from hf_structure.hub.records import (
+    load_training_record,
+    read_json,
+    staged_training_record,
+    write_eval_record,
+    write_training_record,
+)
 from hf_structure.registry import model_spec
 from hf_structure.training import ParserTraining
 
@@ -102,34 +109,30 @@ def main(argv: list[str] | None = None) -> None:
         save_file({name: tensor.half() if in_half(name) else tensor for name, tensor in load_file(weights).items()},
                   weights, metadata={"format": "pt"})
 
-    training = json.loads((run / TRAINING_RECORD).read_text())
+    training = load_training_record(run)
     training["notes"] = "; ".join(filter(None, [training.get("notes"), args.notes]))
     stages = [training]
     if args.continues:  # each stage fine-tunes the model the stage before it saved
         source = Path(args.continues)
-        earlier = json.loads((source if source.is_file() else source / TRAINING_RECORD).read_text())
+        earlier = read_json(source) if source.is_file() else load_training_record(source)
         stages = [*(earlier if isinstance(earlier, list) else earlier.get("stages", [earlier])), training]
     keys = ("command", "wall_time_s", "steps", "epochs", "notes")
-    record = {
-        "command": "\n".join(f"# stage {k}\n{s['command']}" for k, s in enumerate(stages, 1))
-        if len(stages) > 1 else training["command"],
-        "wall_time_s": sum(stage["wall_time_s"] for stage in stages),
-        "machine": training["machine"],
-        "steps": sum(stage["steps"] for stage in stages),
-        "epochs": round(sum(stage["epochs"] for stage in stages), 2),
-        "train_data": f"{Path(args.dev).name.replace('-dev', '-train')} ({recipe.epoch})",
-        "notes": f"weights stored as: {storage} (the smallest storage of at most {args.max_mb:g} MB that changes "
-                 f"{storage_changed or 'none'} of the {len(dev_words)} dev parses)",
-        "stages": [{key: stage[key] for key in keys if stage.get(key)} for stage in stages],
-    }
-    (output / TRAINING_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    record = staged_training_record(
+        stages,
+        machine=training["machine"],
+        train_data=f"{Path(args.dev).name.replace('-dev', '-train')} ({recipe.epoch})",
+        notes=f"weights stored as: {storage} (the smallest storage of at most {args.max_mb:g} MB that changes "
+              f"{storage_changed or 'none'} of the {len(dev_words)} dev parses)",
+    )
+    record["stages"] = [{key: stage[key] for key in keys if stage.get(key)} for stage in stages]
+    write_training_record(output, record)
 
     bundled, tokenizer = load_model_and_tokenizer(str(output))
     dev = evaluate_on_conllu(bundled, tokenizer, args.dev)
     test = evaluate_on_conllu(bundled, tokenizer, args.test)
     record = {"dataset": args.dataset, "dataset_id": "universal_dependencies", "dataset_split": "en_ewt test",
               **test, "dev": {key: value for key, value in dev.items() if key != "scoring"}}
-    (output / EVAL_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    write_eval_record(output, record)
     render_model_card(output).save(output / "README.md")
     print(json.dumps(record))
 

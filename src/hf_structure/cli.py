@@ -225,10 +225,9 @@ def _evaluate(args) -> dict:
         perplexity_key, perplexity = language_model_perplexity(model, tokenizer, args.lm_text, args.seed)
         scores[perplexity_key] = perplexity
     if args.record:
-        from .hub.records import EVAL_RECORD, read_json, write_json
+        from .hub.records import EVAL_RECORD, read_record, write_eval_record
 
-        path = Path(model_path) / EVAL_RECORD
-        record = read_json(path) if path.is_file() else {}  # other keys of an existing record are kept
+        record = read_record(model_path, EVAL_RECORD)  # other keys of an existing record are kept
         record.update({key: value for key, value in scores.items() if key != "parser"})
         record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
         if args.lm_text == "ptb-test":
@@ -236,7 +235,7 @@ def _evaluate(args) -> dict:
         record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
         for baseline in record["baselines"].values():
             baseline.pop("parser")
-        write_json(path, record)
+        write_eval_record(model_path, record)
     return scores
 
 

@@ -1,4 +1,5 @@
-"""The two records a publishable checkpoint folder holds beside its weights, and their required keys.
+"""The two records a publishable checkpoint folder holds beside its weights: their keys, and the one place that
+reads and writes them and describes the machine a run used.
 
 `hf_structure_eval.json` (written by `scripts/bundle_checkpoint.py` or `hf-structure evaluate --record`): scores
 in percent with 2 decimals, perplexities as plain numbers::
@@ -11,11 +12,13 @@ in percent with 2 decimals, perplexities as plain numbers::
       "baselines": {"right-branching": {...}, ...}       # optional: the same scorer's trivial trees
     }
 
-`hf_structure_training.json` (written by `scripts/run_mlm.py` at the end of training, or by the bundling script)::
+`hf_structure_training.json` (written at the end of training by `scripts/run_mlm.py` and `run_parser.py`, or by
+the bundling scripts)::
 
     {
       "command": "python scripts/run_mlm.py ...",  # the exact command(s)
-      "wall_time_s": 7260.5, "machine": "2 CPU threads (...)", "steps": 7000, "epochs": 11.7,
+      "wall_time_s": 7260.5, "machine": "2 CPU threads (AMD EPYC 7B13), no GPU, torch 2.13.0",  # `machine_description`
+      "steps": 7000, "epochs": 11.7,
       "wsj_00_01_excluded": true,                 # optional: default = "--include_wsj_00_01" not in command
       "train_data": "...", "stages": [...]        # optional
     }
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 from pathlib import Path
 
 EVAL_RECORD = "hf_structure_eval.json"
@@ -41,6 +45,50 @@ def read_json(path: Path) -> dict:
 
 def write_json(path: Path, data: dict, sort_keys: bool = False) -> None:
     Path(path).write_text(json.dumps(data, indent=2, sort_keys=sort_keys, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def read_record(model_dir: str | os.PathLike, name: str) -> dict:
+    """The record `name` (`EVAL_RECORD` or `TRAINING_RECORD`) of a folder as it is, or {} where there is none (a
+    record being updated); `load_eval_record` / `load_training_record` read one that must be complete."""
+    path = Path(model_dir) / name
+    return read_json(path) if path.is_file() else {}
+
+
+def write_eval_record(model_dir: str | os.PathLike, record: dict) -> Path:
+    """Write a folder's evaluation record; it must name its `dataset`. Returns the file's path."""
+    return _write_record(model_dir, EVAL_RECORD, record, ("dataset",))
+
+
+def write_training_record(model_dir: str | os.PathLike, record: dict) -> Path:
+    """Write a folder's training record, `machine` (default: this machine, `machine_description`) included; the
+    other required keys (`command`, `wall_time_s`, `steps`, `epochs`) must be there. Returns the file's path."""
+    return _write_record(model_dir, TRAINING_RECORD, {"machine": machine_description(), **record},
+                         REQUIRED_TRAINING_KEYS)
+
+
+def staged_training_record(stages: list[dict], **fields) -> dict:
+    """The training record of a model trained in stages, each fine-tuning the model the stage before it saved: the
+    commands (each under `# stage <k>` when there are several), the summed wall time, steps and epochs, then
+    `fields` (e.g. `machine`, `train_data`, `notes`) and the `stages` themselves."""
+    commands = [stage["command"] for stage in stages]
+    staged = "\n".join(f"# stage {k}\n{command}" for k, command in enumerate(commands, 1))
+    return {
+        "command": staged if len(stages) > 1 else commands[0],
+        "wall_time_s": sum(stage["wall_time_s"] for stage in stages),
+        "steps": sum(stage["steps"] for stage in stages),
+        "epochs": round(sum(stage["epochs"] for stage in stages), 2),
+        **fields,
+        "stages": stages,
+    }
+
+
+def _write_record(model_dir, name: str, record: dict, required: tuple[str, ...]) -> Path:
+    path = Path(model_dir) / name
+    missing = [key for key in required if key not in record]
+    if missing:
+        raise ValueError(f"{path}: the record lacks the required keys {missing}")
+    write_json(path, record)
+    return path
 
 
 def _load_record(model_dir, name: str, required: tuple[str, ...], how_to_write: str) -> dict:
@@ -74,3 +122,42 @@ def load_training_record(model_dir: str | os.PathLike) -> dict:
     )
     record.setdefault("wsj_00_01_excluded", "--include_wsj_00_01" not in record["command"])
     return record
+
+
+# ------------------------------------------------------------------------------------------------------ the machine
+
+CPUINFO = "/proc/cpuinfo"
+
+
+def cpu_info(cpuinfo: str | os.PathLike = CPUINFO) -> dict[str, str]:
+    """The first processor's fields as Linux's `/proc/cpuinfo` lists them (`model name`, `flags` ...); empty where
+    it cannot be read (other systems)."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return {}
+    fields = {}
+    for line in text.strip().split("\n\n")[0].splitlines():
+        key, colon, value = line.partition(":")
+        if colon:
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_flags(cpuinfo: str | os.PathLike = CPUINFO) -> set[str]:
+    """The CPU's feature flags (`avx512_bf16`, `amx_bf16` ...); empty where they cannot be read."""
+    return set(cpu_info(cpuinfo).get("flags", "").split())
+
+
+def cpu_model(cpuinfo: str | os.PathLike = CPUINFO) -> str:
+    """The CPU's model name, e.g. `AMD EPYC 7B13` (elsewhere than Linux, what `platform` knows)."""
+    return cpu_info(cpuinfo).get("model name") or platform.processor() or platform.machine() or "unknown CPU"
+
+
+def machine_description() -> str:
+    """How the records (and the benchmarks) name the machine: the CPU threads torch uses and the CPU's model, the
+    GPU torch sees, and torch's version, e.g. `2 CPU threads (AMD EPYC 7B13), no GPU, torch 2.13.0`."""
+    import torch
+
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+    return f"{torch.get_num_threads()} CPU threads ({cpu_model()}), {gpu}, torch {torch.__version__}"

@@ -2,26 +2,15 @@
 
 import dataclasses
 import logging
-from pathlib import Path
 
 import torch
 from transformers import TrainingArguments
 
+from ..hub.records import cpu_flags
+
 logger = logging.getLogger(__name__)
 
 PRECISIONS = ("auto", "fp32")
-
-
-def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
-    """The CPU's feature flags as Linux reports them; empty where `cpuinfo` cannot be read (other systems)."""
-    try:
-        text = Path(cpuinfo).read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
 
 
 def cpu_has_native_bf16(flags: set[str] | None = None) -> bool:

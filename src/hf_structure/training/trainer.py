@@ -156,22 +156,18 @@ def end_processes(trainer) -> None:
 def write_training_record(output_dir: str, trainer, wall_time_s: float, resumed_from: str | None) -> None:
     """The output folder's `hf_structure_training.json` (see `hf_structure.hub.records`), so that the saved model
     can be published with a card that states how it was trained."""
-    import platform
     import shlex
     import sys
 
-    from ..hub.records import TRAINING_RECORD, write_json
+    from ..hub import records
 
     command = "python " + " ".join(shlex.quote(argument) for argument in sys.argv)
-    cpu = platform.processor() or platform.machine()
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else f"{torch.get_num_threads()} CPU threads"
     record = {
         "command": command,
         "wall_time_s": round(wall_time_s, 1),
-        "machine": f"{device} ({cpu}), torch {torch.__version__}",
         "steps": trainer.state.global_step,
         "epochs": round(trainer.state.epoch or 0.0, 2),
     }
     if resumed_from:
         record["notes"] = f"resumed from {resumed_from}; wall_time_s counts the last process only"
-    write_json(os.path.join(output_dir, TRAINING_RECORD), record)
+    records.write_training_record(output_dir, record)  # with this machine's description
