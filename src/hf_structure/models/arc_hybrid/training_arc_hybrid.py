@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 
 import torch
+from transformers import AutoTokenizer, BertModel
 
 from ...layers import encode_word_pieces
 from ...structs.arc_hybrid import stack_size_events, static_oracle
@@ -26,8 +27,6 @@ class ArcHybridTrainingArguments(PretrainedEncoderArguments):
 
 def new_config(arguments: ArcHybridTrainingArguments, sentences: list[dict], deprels: list[str]):
     """A parser of the pretrained encoder's sizes, and the encoder's tokenizer."""
-    from transformers import AutoTokenizer
-
     encoder, origin = arguments.encoder_config()
     config = ArcHybridConfig(**encoder, deprels=deprels, encoder_init=origin)
     return config, AutoTokenizer.from_pretrained(arguments.encoder_folder())
@@ -36,8 +35,6 @@ def new_config(arguments: ArcHybridTrainingArguments, sentences: list[dict], dep
 def initialise(model, arguments: ArcHybridTrainingArguments) -> None:
     """The pretrained BERT's weights: all but the pooler (unused) for a BERT encoder, the word-piece embeddings for
     a BiLSTM one."""
-    from transformers import BertModel
-
     pretrained = BertModel.from_pretrained(arguments.encoder_folder())
     if model.config.encoder_type == "bert":
         weights = {k: v for k, v in pretrained.state_dict().items() if not k.startswith("pooler.")}

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
+from transformers import AutoTokenizer
 
 from ...layers import first_piece_positions
 from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration, swap_oracle
@@ -31,8 +33,6 @@ class G2GTrTrainingArguments(PretrainedEncoderArguments):
 
 def new_config(arguments: G2GTrTrainingArguments, sentences: list[dict], deprels: list[str]):
     """A parser of the pretrained encoder's sizes, and the encoder's tokenizer."""
-    from transformers import AutoTokenizer
-
     encoder, origin = arguments.encoder_config()
     config = G2GTrConfig(**encoder, graph_layers=arguments.graph_layers, deprels=deprels, encoder_init=origin)
     return config, AutoTokenizer.from_pretrained(arguments.encoder_folder())
@@ -53,8 +53,6 @@ BERT_NAMES = {
 
 def load_bert_encoder(model, folder: Path) -> None:
     """Copy a BERT checkpoint's embeddings and layers into the parser's encoder; every encoder weight must be found."""
-    from safetensors.torch import load_file
-
     weights = load_file(folder / "model.safetensors")
     ours = {}
     for name, tensor in weights.items():
