@@ -2,7 +2,7 @@
 
 import pytest
 
-from hf_structure.data.conllu_format import conllu_dataset, read_conllu, read_conllu_gold
+from hf_structure.data.conllu_format import read_conllu, read_conllu_gold
 from hf_structure.data.treebanks import TreebankFormatError, content_heads, read_dp, read_mrg, read_treebank
 
 # Four hand-made trees (one per line group, each in the outer empty bracket) and a punctuation-only one.
@@ -351,16 +351,6 @@ def test_read_conllu_malformed_rows(tmp_path):
 def test_read_conllu_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothere.conllu"):
         read_conllu(tmp_path / "nothere.conllu")
-
-
-def test_conllu_dataset(tmp_path):
-    dataset = conllu_dataset(write(tmp_path / "a.conllu", CONLLU))
-    assert type(dataset).__name__ == "Dataset"
-    assert len(dataset) == 3
-    assert set(dataset.column_names) == {"id", "words", "upos", "heads", "deprels"}
-    assert dataset[1]["words"] == ["Sue", "likes", "coffee", "and", "Bill", "tea"]
-    assert dataset[0]["heads"] == [4, 4, 4, 0, 4]
-    assert dataset["id"] == ["s1", "s2", "2"]
 
 
 def test_read_conllu_gold_drops_punctuation_and_renumbers_heads(tmp_path):

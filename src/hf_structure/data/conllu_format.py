@@ -75,13 +75,6 @@ def read_conllu(path: str | Path) -> list[dict]:
     return parse_conllu(text, str(path))
 
 
-def conllu_dataset(path: str | Path):
-    """A `datasets.Dataset` of a CoNLL-U file (columns as in `read_conllu`)."""
-    from datasets import Dataset
-
-    return Dataset.from_list(read_conllu(path))
-
-
 def read_conllu_gold(path: str | Path) -> list[GoldSentence]:
     """Dependency-only gold sentences of a CoNLL-U file, cleaned like the `.dp` files: words tagged `PUNCT` are
     removed and heads that were punctuation are walked up to the nearest kept ancestor. `spans` stay empty (no
