@@ -68,7 +68,8 @@ class DataTrainingArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only this many eval sentences."})
     treebank_dir: str | None = field(
         default=None,
-        metadata={"help": "Gold treebank (mrg/, dp/) to report UF1 and UAS on at each evaluation, for monitoring."},
+        metadata={"help": "Gold treebank (a folder with mrg/ and dp/, or a CoNLL-U file) to report UF1 and UAS on "
+                  "at each evaluation, for monitoring (`parse_<score>` in the log)."},
     )
 
 
