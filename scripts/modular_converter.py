@@ -13,7 +13,7 @@ package imports at runtime and `save_pretrained` copies:
   kept, its file travels with the generated one;
 - classes whose names end in `Config`, and what they need, go to `configuration_<name>.py`; the rest of a model goes
   to `modeling_<name>.py`, which imports its configuration from there (any other source: `<name>.py`);
-- two different definitions under one name are an error naming both.
+- two different definitions under one name are an error naming both, and so is an import from another model.
 
     python scripts/modular_converter.py          # check: list the generated files that are stale, exit 1 if any
     python scripts/modular_converter.py --fix    # rewrite them
@@ -288,6 +288,17 @@ class ModularSource:
         self.module = index.get(".".join(relative.parts))
         self.stem = path.stem.removeprefix("modular_")
         self.in_models = "models" in relative.parts
+        self._check_no_other_model()
+
+    def _check_no_other_model(self) -> None:
+        """A model imports no other model: what two models share lives in hf_structure.layers, structs and the
+        like."""
+        folder = self.module.name.rsplit(".", 1)[0]
+        for binding in self.module.imports.values():
+            target = self.module.absolute(binding)
+            if target.startswith(f"{PACKAGE_NAME}.models.") and not target.startswith(folder + "."):
+                raise ConversionError(f"{self.path}: imports {binding.name or target} from {target}, another model; "
+                                      "move what models share to hf_structure.layers")
 
     def _is_kept_import(self, binding: ImportBinding) -> bool:
         """Same-folder imports stay imports (their files travel with the generated one)."""

@@ -128,6 +128,19 @@ def test_a_name_defined_twice_is_refused(tmp_path):
         generate(write_package(tmp_path, clash))
 
 
+def test_an_import_from_another_model_is_refused(tmp_path):
+    src = write_package(tmp_path, MODULAR)
+    other = src / "hf_structure" / "models" / "other"
+    other.mkdir()
+    (other / "modeling_other.py").write_text("def helper(values):\n    return values\n")
+    modular = MODULAR.replace("from ...structs.shared import halved_sum",
+                              "from ...structs.shared import halved_sum\n    from ..other.modeling_other import helper")
+    (src / "hf_structure" / "models" / "tiny" / "modular_tiny.py").write_text(textwrap.dedent(modular))
+    with pytest.raises(converter.ConversionError, match="imports helper from hf_structure.models.other.modeling_other, "
+                                                        "another model"):
+        generate(src)
+
+
 def test_an_import_of_a_module_is_refused(tmp_path):
     modular = MODULAR.replace("from ...structs.shared import halved_sum", "from ...structs import shared")
     modular = modular.replace("halved_sum(values)", "shared.halved_sum(values)")
