@@ -1,0 +1,314 @@
+"""The `unsupervised-parsing` pipeline: sentences in, one parse per sentence out, for any model with `parse`.
+
+The contract every hf_structure model answers: `model.parse(sentences, tokenizer, **options)` takes a batch of
+word lists and returns one dict per sentence with `words` and what the model gives of `spans` (constituents,
+0-based `[start, end)`), `heads` (1-based, 0 = root), `deprels` and `scores` (model-specific extras). A sentence
+the model cannot parse raises `ValueError`. A model may also state `max_parse_words`, so that longer sentences are
+rejected before any batch runs.
+
+The model class declares, next to `parse`, what it takes and gives: `parse_options` (the keyword options of
+`parse`, each with the values it takes) and `parse_outputs` (the keys a parse holds besides `words`). Every call is
+checked against them before anything is parsed (`check_options`), and an option the model does not take, or a value
+it does not know, is an `UnsupportedOptionError` naming the option, the model and what it takes.
+
+What a model sees is its own business, stated by its config's `punctuation_policy`: `"reattach"` (the model was
+trained without punctuation: punctuation tokens are removed before the model and put back afterwards, each
+attached to the root word and lying inside the smallest constituent that contains both its neighbours) or
+`"keep"` (the default: the model sees every word). This pipeline only applies that policy.
+
+The pipeline's file travels with a pushed model folder, so it imports only transformers and its sibling
+`word_tokenization.py` (raw text is split PTB-style with `re`, no nltk).
+"""
+
+# The modular source of unsupervised_parsing.py, the standalone file that scripts/modular_converter.py generates
+# (hf_structure's definitions inlined): edit this file, then run the converter.
+
+import re
+import unicodedata
+from typing import NamedTuple
+
+from transformers import Pipeline
+
+from ..structs.trees import spans_to_bracketed
+from .word_tokenization import word_tokenize
+
+# The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
+STRUCTURES = {"constituency": ("spans",), "dependency": ("heads", "deprels")}
+PUNCTUATION = re.compile(r"^(?:[.,;:!?'\"`()\[\]{}\-\u2013\u2014\u2026$#]+|-[LR][RCS]B-)$")
+
+
+def is_punctuation(token: str) -> bool:
+    return bool(PUNCTUATION.match(token))
+
+
+class SentenceError(ValueError):
+    """A sentence that cannot be parsed; the message says why (and which item of a batch)."""
+
+
+class UnsupportedOptionError(ValueError):
+    """An option a model does not take, or a value of it the model does not know; raised before anything is parsed,
+    naming the option, the model and the options it takes. `options`: the names of the refused options."""
+
+    def __init__(self, message: str, options: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.options = options
+
+
+def model_description(model) -> str:
+    """How errors name a model: its class, model type and folder or Hub id."""
+    return f"{type(model).__name__} (model type {model.config.model_type!r}, {model.name_or_path})"
+
+
+def accepted_options(model) -> dict[str, tuple]:
+    """Every option a call may give for `model`, with the values each takes: the pipeline's own options, as far as
+    the model can honour them, then the keyword options of its `parse` (`model.parse_options`).
+
+    `structures`: those the model's parses hold. `return_scores=True`: only a model whose parses hold `scores`.
+    `keep_punctuation=False` drops the punctuation the pipeline took away and put back, so it needs
+    `punctuation_policy="reattach"`; a model that sees every word attaches punctuation itself, and dropping it would
+    leave words headed by nothing. An option at its default (`return_scores=False`, `keep_punctuation=True`) asks
+    nothing and is always taken.
+    """
+    outputs = getattr(model, "parse_outputs", None)
+    if outputs is None:
+        raise TypeError(f"{type(model).__name__} declares no parse_outputs: it is not an hf_structure parsing model")
+    reattaches = getattr(model.config, "punctuation_policy", "keep") == "reattach"
+    return {
+        "structures": tuple(name for name, keys in STRUCTURES.items() if keys[0] in outputs),
+        "return_scores": (False, True) if "scores" in outputs else (False,),
+        "keep_punctuation": (True, False) if reattaches else (True,),
+        **getattr(model, "parse_options", {}),
+    }
+
+
+def check_options(model, options: dict) -> None:
+    """An `UnsupportedOptionError` when `options` (None: not given) hold an option `model` does not take or a value
+    it does not know (for a list, such as `structures`, each of its values), before anything is parsed."""
+    accepted = accepted_options(model)
+    refused = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        given = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+        if name not in accepted:
+            refused[name] = f"the option {name}"
+        elif not given or any(item not in accepted[name] for item in given):
+            refused[name] = f"{name}={value!r}"
+    if refused:
+        takes = ", ".join(f"{name}={'|'.join(map(repr, values))}" for name, values in accepted.items())
+        raise UnsupportedOptionError(
+            f"{model_description(model)} does not take {', '.join(refused.values())}; it takes {takes}",
+            tuple(refused),
+        )
+
+
+# Exactly the characters `check_words` rejects inside a word: `str.isspace` and Unicode category Cc.
+WHITESPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
+def check_words(words, item: str = "sentence") -> list[str]:
+    """`words` as a list of strings, or a SentenceError naming the item and the bad word."""
+    if not isinstance(words, (list, tuple)):
+        raise TypeError(f"{item}: expected a list of words, got {type(words).__name__}")
+    if not words:
+        raise SentenceError(f"{item}: empty word list")
+    # One regular-expression scan of the joined words clears a good sentence; the word-by-word loop below only
+    # runs to name what is wrong (it was a tenth of a batched pipeline call).
+    if all(isinstance(word, str) and word for word in words) and not WHITESPACE_OR_CONTROL.search("".join(words)):
+        return list(words)
+    for position, word in enumerate(words):
+        if not isinstance(word, str):
+            raise TypeError(f"{item}: word {position} is a {type(word).__name__}, not a string")
+        if not word or any(c.isspace() for c in word):
+            raise SentenceError(f"{item}: word {position} ({word!r}) is empty or contains whitespace")
+        if any(unicodedata.category(c) == "Cc" for c in word):
+            raise SentenceError(f"{item}: word {position} ({word!r}) contains a control character")
+    return list(words)
+
+
+def split_text(text, item: str = "sentence") -> list[str]:
+    """The words of raw text (PTB-style), or a SentenceError naming the item."""
+    if not isinstance(text, str):
+        raise TypeError(f"{item}: expected a string, got {type(text).__name__}")
+    if not text.strip():
+        raise SentenceError(f"{item}: empty or whitespace-only text")
+    control = next((c for c in text if unicodedata.category(c) == "Cc" and not c.isspace()), None)
+    if control is not None:
+        raise SentenceError(f"{item}: the text contains the control character {control!r}")
+    return word_tokenize(text)
+
+
+class UnsupervisedParsingPipeline(Pipeline):
+    """Parse sentences with any hf_structure model.
+
+    Inputs: a string, a list of strings, a list of words with `is_split_into_words=True`, a list of word lists,
+    or a `datasets.Dataset` / generator (use `KeyDataset` for a column). A batch mixing strings and word lists is
+    rejected. Each output is a dict with `words` (the input words, or the PTB-style split of the text) and what the
+    model gives: `tree` (bracketed, brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
+    `[start, end)`, two or more words, whole sentence first) for constituents; `heads` (1-based, 0 = root) and
+    `deprels` for dependencies. Options: `structures` (`"constituency"`,
+    `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
+    skips it; default: all the model gives), `keep_punctuation=False` (drop
+    re-attached punctuation from the output: models with `punctuation_policy="reattach"` only), `return_scores=True`
+    (the model's extras under `scores`, where its parses have them). Any other option is the model's and goes to its
+    `parse`, e.g.
+    `head_decoding` for models that decode heads from arc scores (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`;
+    default: the model's config). An option the model does not take (see `accepted_options`), or a value it does not
+    know, is an `UnsupportedOptionError` naming it, raised before anything is parsed. The results are data: CoNLL-U
+    (which this file, travelling without the `conllu` library, does not write) is `hf_structure.data.conllu_format`'s
+    `parses_to_conllu(results)` or `hf-structure parse --conllu`.
+    """
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_tokenizer = True
+
+    def _sanitize_parameters(
+        self,
+        is_split_into_words=None,
+        keep_punctuation=None,
+        return_scores=None,
+        structures=None,
+        **parse_options,
+    ):
+        check_options(
+            self.model,
+            {"structures": structures, "keep_punctuation": keep_punctuation, "return_scores": return_scores,
+             **parse_options},
+        )
+        if isinstance(structures, str):
+            structures = (structures,)
+        preprocess, forward, postprocess = {}, {}, {}
+        if structures is not None:
+            postprocess["structures"] = tuple(structures)
+        if is_split_into_words is not None:
+            preprocess["is_split_into_words"] = is_split_into_words
+        # The model's own options (None: its default), and `structures` where its `parse` can skip the others' work.
+        model_options = {"structures": structures, **parse_options}
+        takes = getattr(self.model, "parse_options", {})
+        forward.update((name, value) for name, value in model_options.items() if value is not None and name in takes)
+        if keep_punctuation is not None:
+            postprocess["keep_punctuation"] = keep_punctuation
+        if return_scores is not None:
+            postprocess["return_scores"] = return_scores
+        return preprocess, forward, postprocess
+
+    def __call__(self, inputs, **kwargs):
+        split = bool(kwargs.get("is_split_into_words"))
+        if isinstance(inputs, str):
+            self.sentence_words(inputs, split, "the sentence")
+            return super().__call__(inputs, **kwargs)
+        if inputs is None or isinstance(inputs, (int, float, bytes, dict)):
+            raise TypeError(f"expected a string, a list of words or a batch of them, got {type(inputs).__name__}")
+        if not isinstance(inputs, (list, tuple)):
+            return super().__call__(inputs, **kwargs)  # a Dataset or generator: items are checked one by one
+        if not inputs:
+            raise SentenceError("empty word list" if split else "no sentence to parse: the input list is empty")
+        # A list of words with is_split_into_words is one sentence, not a batch of one-word sentences.
+        single = split and not any(isinstance(item, (list, tuple)) for item in inputs)
+        batch = [inputs] if single else list(inputs)
+        as_words = single or isinstance(batch[0], (list, tuple))
+        checked = []
+        for index, item in enumerate(batch):
+            if isinstance(item, (list, tuple)) != as_words:
+                first = "word lists" if as_words else "strings"
+                raise TypeError(
+                    f"sentence {index}: a batch must be all strings or all word lists; item 0 makes it "
+                    f"{first}, item {index} is a {type(item).__name__}"
+                )
+            # Checked (and split) once here; preprocess takes the result as it is.
+            checked.append(
+                _Sentence(*self.sentence_words(item, as_words, "the sentence" if single else f"sentence {index}"))
+            )
+        batch = checked
+        lengths = [len(sentence.seen) for sentence in batch]
+        if (kwargs.get("batch_size") or self._batch_size or 1) == 1:
+            outputs = super().__call__(batch, **kwargs)
+            return outputs[0] if single else outputs
+        # Batches of similar lengths pad less; a parse does not depend on its batch-mates, so only the order changes.
+        order = sorted(range(len(batch)), key=lengths.__getitem__)
+        outputs = [None] * len(batch)
+        for position, output in zip(order, super().__call__([batch[i] for i in order], **kwargs)):
+            outputs[position] = output
+        return outputs[0] if single else outputs
+
+    def sentence_words(self, item, is_split_into_words=False, name="sentence") -> tuple[list[str], list[int]]:
+        """One sentence's words and the indices of those the model sees (its punctuation policy applied); a
+        SentenceError (a ValueError) or TypeError naming `name` when it cannot be parsed."""
+        words = check_words(item, name) if is_split_into_words or isinstance(item, list) else split_text(item, name)
+        if getattr(self.model.config, "punctuation_policy", "keep") == "reattach":
+            seen = [i for i, word in enumerate(words) if not is_punctuation(word)]
+            if not seen:
+                raise SentenceError(f"{name}: no word besides punctuation: {' '.join(words)!r}")
+        else:
+            seen = list(range(len(words)))
+        limit = getattr(self.model, "max_parse_words", None)
+        if limit is not None and len(seen) > limit:
+            raise SentenceError(f"{name}: {len(seen)} words; this model parses at most {limit}")
+        return words, seen
+
+    def preprocess(self, sentence, is_split_into_words=False):
+        if isinstance(sentence, _Sentence):
+            words, seen = sentence
+        else:  # an item of a Dataset or generator
+            words, seen = self.sentence_words(sentence, is_split_into_words)
+        return {"sentence": {"words": words, "seen": seen}}
+
+    def forward(self, model_inputs, **forward_params):
+        # Words in, plain Python parses out (the parsing contract): nothing moves between devices, so the base class's
+        # walk over every list of every parse in search of tensors (a tenth of a batched call's time) is skipped.
+        with self.device_placement(), self.get_inference_context()():
+            return self._forward(model_inputs, **forward_params)
+
+    def _forward(self, model_inputs, **parse_options):
+        sentences = model_inputs["sentence"]
+        batched = isinstance(sentences, list)
+        sentences = sentences if batched else [sentences]
+        parses = self.model.parse(
+            [[s["words"][i] for i in s["seen"]] for s in sentences], self.tokenizer, **parse_options
+        )
+        if not batched:
+            return {"parse": parses[0], "sentence": sentences[0]}
+        return {"parse": parses, "sentence": sentences}
+
+    def postprocess(
+        self, model_outputs, keep_punctuation=True, return_scores=False, structures=None
+    ):
+        parse, sentence = model_outputs["parse"], model_outputs["sentence"]
+        if structures is not None:  # each one the model gives (`check_options`)
+            dropped = {key for name, keys in STRUCTURES.items() if name not in structures for key in keys}
+            parse = {key: value for key, value in parse.items() if key not in dropped}
+        if keep_punctuation:
+            words, position = sentence["words"], sentence["seen"]  # position[k]: index in words of the k-th seen
+        else:
+            words, position = [sentence["words"][i] for i in sentence["seen"]], list(range(len(sentence["seen"])))
+        result = {"words": words}
+        if "spans" in parse:
+            # A constituent over seen words s..e-1 covers every word between its first and last; the root all.
+            spans = {(position[s], position[e - 1] + 1) for s, e in parse["spans"] if e - s > 1}
+            spans.discard((position[0], position[-1] + 1))
+            spans = [[0, len(words)]] + sorted(map(list, spans), key=lambda span: (span[0], -span[1]))
+            result["tree"] = spans_to_bracketed(words, spans)
+            result["spans"] = spans
+        if "heads" in parse:
+            root = position[parse["heads"].index(0)] + 1
+            heads = [root] * len(words)  # words the model did not see (punctuation) attach to the root word
+            for seen_index, head in enumerate(parse["heads"]):
+                heads[position[seen_index]] = 0 if head == 0 else position[head - 1] + 1
+            result["heads"] = heads
+            if "deprels" in parse:
+                deprels = ["punct"] * len(words)
+                for seen_index, deprel in enumerate(parse["deprels"]):
+                    deprels[position[seen_index]] = deprel
+                result["deprels"] = deprels
+        if return_scores and "scores" in parse:
+            result["scores"] = parse["scores"]
+        return result
+
+
+class _Sentence(NamedTuple):
+    """A sentence already checked by `__call__`: its words and the indices of those the model sees."""
+
+    words: list[str]
+    seen: list[int]
