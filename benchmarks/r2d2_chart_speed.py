@@ -9,8 +9,8 @@ weights.
 
 A fresh R2D2 (hidden 16, 4 heads, feed-forward 64, 3 composition layers, window 4 by default) with the PTB training
 vocabulary, on PTB LM valid sentences of 18-22 words. `before` is the chart as of 314b94e
-(`tests/reference_r2d2.encode_pruned_chart_by_word_spans`) with the composition Transformer as a standard layer
-(`tests/reference_r2d2.reference_composition_transformer`: scaled-dot-product attention under a mask, torch's
+(`tests/helpers/reference_r2d2.encode_pruned_chart_by_word_spans`) with the composition Transformer as a standard layer
+(`tests/helpers/reference_r2d2.reference_composition_transformer`: scaled-dot-product attention under a mask, torch's
 dropout); `now` is the package's: `hf_structure.structs.pruned_chart`'s chart and `R2D2CompositionLayer`'s
 written-out attention with its numpy-drawn dropout masks. The model runs either in place of its own. For every
 batch size it prints the cost of a training step (forward + backward of the bidirectional LM: ms per sentence, and
@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the chart before issue 28, kept as the tests' reference
+sys.path.insert(0, str(ROOT))  # tests.helpers: the chart before issue 28, kept as the tests' reference
 
 import torch  # noqa: E402
-from reference_r2d2 import (  # noqa: E402
+from tests.helpers.reference_r2d2 import (  # noqa: E402
     chart_tree_spans,
     encode_pruned_chart_by_word_spans,
     reference_composition_transformer,

@@ -5,7 +5,7 @@
     python benchmarks/r2d2_speed.py --model r2d2-ptb    # a trained checkpoint
 
 Prints the CPU flags that matter, then for the same sentences (PTB LM valid text): compositions/s of the batched
-chart and of the per-cell loop (`tests/reference_r2d2.pruned_chart_loop`, the paper's algorithm with one Python
+chart and of the per-cell loop (`tests/helpers/reference_r2d2.pruned_chart_loop`, the paper's algorithm with one Python
 step per cell, as the authors' code runs it), whether both give the same trees, and training words/s (forward +
 backward of the bidirectional LM) in float32 and under bf16 autocast.
 """
@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # the per-cell reference the tests check the chart against
+sys.path.insert(0, str(ROOT))  # tests.helpers: the per-cell reference the tests check the chart against
 
 import torch  # noqa: E402
-from reference_r2d2 import chart_tree_spans, pruned_chart_loop, tree_spans  # noqa: E402
+from tests.helpers.reference_r2d2 import chart_tree_spans, pruned_chart_loop, tree_spans  # noqa: E402
 
 import hf_structure  # noqa: E402,F401
 from hf_structure.data.text import ptb_lm_lines  # noqa: E402

@@ -17,7 +17,7 @@ out of memory (or time) is reported as such and the benchmark goes on.
 p_D implementations:
   ours        `modeling_structformer.dependency_distribution`: exact, O(B L^2) memory (float32 when the head
               logits allow, float64 otherwise).
-  reference   `naive_dependency_distribution` of tests/reference_structformer.py: B x L x L x L span and head
+  reference   `naive_dependency_distribution` of tests/helpers/reference_structformer.py: B x L x L x L span and head
               tensors, and an O(L^2) Python loop for the span-boundary probabilities.
   vectorized  the same B x L x L x L computation with that loop replaced by cumulative minima, as the authors'
               code computes the span boundaries; it isolates the cost of the L^3 tensors from the loop's.
@@ -44,11 +44,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if importlib.util.find_spec("hf_structure") is None:  # not installed: use the source tree (src layout)
     sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests"))  # reference_structformer.py
+sys.path.insert(0, str(ROOT))  # tests.helpers.reference_structformer
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from reference_structformer import cubic_parent_distribution, naive_dependency_distribution  # noqa: E402
+from tests.helpers.reference_structformer import cubic_parent_distribution, naive_dependency_distribution  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_leaves  # noqa: E402
 

@@ -4,8 +4,6 @@ same without hf_structure."""
 
 import pytest
 import torch
-from remote_code import parse_without_hf_structure
-from tiny_treebank import DEPRELS, SENTENCES
 
 from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
 from hf_structure.structs import arc_hybrid
@@ -16,6 +14,9 @@ from hf_structure.models.arc_hybrid.training_arc_hybrid import (
     arc_hybrid_examples,
 )
 from hf_structure.training.parser import new_parser
+
+from tests.helpers.remote_code import parse_without_hf_structure
+from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
 
 def new_arc_hybrid(bert_folder, config_overrides=None):

@@ -4,9 +4,10 @@ folder fits the size limit, and its Hub export parses identically where hf_struc
 
 import pytest
 import torch
-from remote_code import parse_without_hf_structure
 
 from hf_structure.bundled import bundled_checkpoints
+
+from tests.helpers.remote_code import parse_without_hf_structure
 
 # Per parser: its package, a weight stored in half precision, and its scores on the first 200 sentences of EWT dev
 # (all words, universal labels), measured when it was bundled (2026-11-25) and pinned here.

@@ -9,9 +9,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from tiny_models import save_tiny_model
 
 from hf_structure.cli import main
+
+from tests.helpers.tiny_models import save_tiny_model
 
 ROOT = Path(__file__).parents[1]
 TINY_CONLLU = ROOT / "tests" / "fixtures" / "tiny.conllu"

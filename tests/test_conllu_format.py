@@ -38,7 +38,7 @@ def test_comment_blocks_keep_the_place_of_inputs_without_a_parse():
 
 
 def test_the_pipelines_results_as_conllu(tmp_path):
-    from tiny_models import save_tiny_model
+    from tests.helpers.tiny_models import save_tiny_model
     from transformers import pipeline
 
     parser = pipeline("unsupervised-parsing", model=str(save_tiny_model(tmp_path / "tiny")))

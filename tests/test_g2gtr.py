@@ -3,8 +3,6 @@ gives trees and does not depend on the batch, and an exported folder parses the 
 
 import pytest
 import torch
-from remote_code import parse_without_hf_structure
-from tiny_treebank import DEPRELS, SENTENCES
 
 from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
 from hf_structure.structs.trees import heads_are_tree
@@ -15,6 +13,9 @@ from hf_structure.models.g2gtr.training_g2gtr import (
     oracle_examples,
 )
 from hf_structure.training.parser import new_parser, with_known_labels
+
+from tests.helpers.remote_code import parse_without_hf_structure
+from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
 
 def new_g2gtr(bert_folder, graph_layers: int):

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import save_tiny_model
 
 from hf_structure import hub  # conftest.py puts src/ on sys.path
+
+from tests.helpers.tiny_models import save_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"

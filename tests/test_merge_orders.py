@@ -5,7 +5,6 @@ import math
 
 import pytest
 import torch
-from binary_trees import binary_trees
 
 from hf_structure.structs.merge_orders import (
     encode_along_merges,
@@ -16,6 +15,8 @@ from hf_structure.structs.merge_orders import (
 )
 from hf_structure.structs.pruned_chart import ChartEncoding
 from hf_structure.structs.trees import distances_to_spans
+
+from tests.helpers.binary_trees import binary_trees
 
 
 def sum_compose(left, right):

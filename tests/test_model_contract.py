@@ -1,21 +1,18 @@
-"""A model defined outside the package (tests/tiny_parser.py, with its own config and training recipe) goes through
-the pipeline, the CLI's `parse` and `evaluate`, the parser training entry, bundling and a Hub export without any
-change to shared code: one `register_model` call."""
+"""A model defined outside the package (tests/helpers/tiny_parser.py, with its own config and training recipe) goes
+through the pipeline, the CLI's `parse` and `evaluate`, the parser training entry, bundling and a Hub export without
+any change to shared code: one `register_model` call."""
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).parent
-sys.path.insert(0, str(TESTS))
+from hf_structure import CardMetric, ModelSpec, register_model
+from hf_structure.data.tokenization import build_word_tokenizer
 
-from tiny_parser import TinyParserConfig, TinyParserModel  # noqa: E402
-
-from hf_structure import CardMetric, ModelSpec, register_model  # noqa: E402
-from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
+from tests.helpers.paths import FIXTURES, ROOT
+from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
 
 SENTENCES = ["the dog ran .", "a man sat on the bench"]
 
@@ -27,11 +24,11 @@ def tiny_folder(tmp_path_factory):
             config_class=TinyParserConfig,
             auto_classes={"AutoModel": TinyParserModel},
             parsing_class="AutoModel",
-            card_template=str(TESTS / "fixtures" / "tiny_card.md"),
+            card_template=str(FIXTURES / "tiny_card.md"),
             card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),
                           CardMetric("las", "LAS", "Labelled attachment score")),
             card_tags=("dependency-parsing",),
-            training="tiny_parser_training",  # tests/tiny_parser_training.py
+            training="tests.helpers.tiny_parser_training",
         )
     )
     import torch
@@ -69,7 +66,7 @@ def test_cli_parse_and_evaluate_a_new_model(tiny_folder, tmp_path, capsys):
     assert [line["words"] for line in lines] == [["the", "dog", "ran", "."], [], ["a", "man", "sat"]]
     assert set(lines[0]) == {"words", "heads", "deprels"}
 
-    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(TESTS / "fixtures" / "tiny.conllu"),
+    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(FIXTURES / "tiny.conllu"),
               "--record", "--dataset-name", "two sentences"])
     scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["sentences"] == 2 and scores["valid_trees"] == 100.0
@@ -84,7 +81,7 @@ def test_a_new_model_exports_with_its_own_card_and_loads_as_remote_code(tiny_fol
     from hf_structure.hub import TRAINING_RECORD, export_model_folder
     from hf_structure.hub.records import write_json
 
-    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(TESTS / "fixtures" / "tiny.conllu"),
+    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(FIXTURES / "tiny.conllu"),
               "--record"])
     write_json(tiny_folder / TRAINING_RECORD, {"command": "python train_tiny.py", "wall_time_s": 60, "machine": "x",
                                                "steps": 1, "epochs": 1})
@@ -97,7 +94,7 @@ def test_a_new_model_exports_with_its_own_card_and_loads_as_remote_code(tiny_fol
 import sys
 class Block:
     def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('hf_structure', 'nltk', 'tiny_parser'):
+        if name.split('.')[0] in ('hf_structure', 'nltk', 'tests'):
             raise ImportError('blocked: ' + name)
 sys.meta_path.insert(0, Block())
 from transformers import pipeline
@@ -117,7 +114,7 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     from hf_structure.hub import export_model_folder
     from hf_structure.training.parser import main as train_parser
 
-    treebank = TESTS / "fixtures" / "tiny.conllu"
+    treebank = FIXTURES / "tiny.conllu"
     train = tmp_path / "train.conllu"
     train.write_text((treebank.read_text().strip() + "\n\n") * 4)
     run = tmp_path / "run"
@@ -133,7 +130,7 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     assert [entry["step"] for entry in dev_scores] == [2, 4] and all("parse_las" in entry for entry in dev_scores)
     assert {"eval_loss", "eval_parse_uas", "eval_parse_las"} <= set(trainer.evaluate())  # the Trainer's eval_ keys
 
-    spec = importlib.util.spec_from_file_location("bundle_parser", TESTS.parent / "scripts" / "bundle_parser.py")
+    spec = importlib.util.spec_from_file_location("bundle_parser", ROOT / "scripts" / "bundle_parser.py")
     bundle_parser = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bundle_parser)
     bundled = tmp_path / "bundled"
@@ -152,10 +149,9 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
 def test_no_shared_file_names_the_tiny_model():
     """The tiny model trains, bundles and exports with shared code that does not know it."""
     names = ("tiny-test-parser", "tiny_parser", "TinyParser")
-    root = TESTS.parent
-    files = [path for folder in ("src", "scripts") for path in (root / folder).rglob("*")
+    files = [path for folder in ("src", "scripts") for path in (ROOT / folder).rglob("*")
              if path.is_file() and path.suffix in (".py", ".json", ".md", ".txt", ".sh")]
-    naming = [f"{path.relative_to(root)}: {name}" for path in files for name in names
+    naming = [f"{path.relative_to(ROOT)}: {name}" for path in files for name in names
               if name in path.read_text(errors="replace")]
     assert naming == []
 
@@ -165,7 +161,7 @@ def test_training_recipes_are_imported_only_to_train():
     code = "import sys, hf_structure; print(sorted(m for m in sys.modules if '.training' in m))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr[-2000:]
-    models = TESTS.parent / "src" / "hf_structure" / "models"
+    models = ROOT / "src" / "hf_structure" / "models"
     hub_code = [path for pattern in ("*/modeling_*.py", "*/modular_*.py", "*/configuration_*.py")
                 for path in models.glob(pattern)]
     importing = [path.name for path in hub_code for line in path.read_text().splitlines()

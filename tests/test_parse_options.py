@@ -4,8 +4,6 @@ anything is parsed, and refuse an option a model does not take the same way, wit
 naming the option, the model and what it takes (one test per option and model, on tiny random models)."""
 
 import pytest
-from tiny_models import save_tiny_model
-from tiny_treebank import DEPRELS
 
 from hf_structure import (
     ArcHybridConfig,
@@ -19,6 +17,9 @@ from hf_structure import (
 )
 from hf_structure.cli import main
 from hf_structure.data.tokenization import build_word_tokenizer
+
+from tests.helpers.tiny_models import save_tiny_model
+from tests.helpers.tiny_treebank import DEPRELS
 
 WORDS = ["the", "old", "man", "sat", "on", "the", "bench"]
 MODELS = ("structformer", "r2d2", "fast_r2d2", "arc_hybrid", "g2gtr")
@@ -222,7 +223,7 @@ def test_a_model_that_does_not_declare_the_contract_is_not_registered():
 
 
 def test_an_exported_folder_refuses_the_same_way_without_hf_structure(parsers, tmp_path):
-    from remote_code import parse_without_hf_structure
+    from tests.helpers.remote_code import parse_without_hf_structure
 
     out = tmp_path / "exported"
     parsers["r2d2"].save_pretrained(out)  # the model's and the pipeline's code travel with it (parses: test_r2d2.py)

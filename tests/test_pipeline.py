@@ -5,9 +5,10 @@ their consistency are checked.)"""
 import json
 
 import pytest
-from tiny_models import save_tiny_model
 
 from hf_structure import UnsupportedOptionError  # (importing hf_structure registers the task)
+
+from tests.helpers.tiny_models import save_tiny_model
 
 LIMIT = 16  # the tiny model's max_position_embeddings
 TEXT = "The old man sat on the bench."

@@ -7,8 +7,13 @@ import sys
 
 import pytest
 import torch
-from binary_trees import binary_trees
-from reference_r2d2 import (
+from transformers import AutoModel, AutoModelForMaskedLM
+
+from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
+from hf_structure.structs.pruned_chart import encode_pruned_chart
+
+from tests.helpers.binary_trees import binary_trees
+from tests.helpers.reference_r2d2 import (
     chart_tree_spans,
     encode_pruned_chart_by_word_spans,
     plain_cky,
@@ -17,10 +22,6 @@ from reference_r2d2 import (
     reference_composition_transformer,
     tree_spans,
 )
-from transformers import AutoModel, AutoModelForMaskedLM
-
-from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
-from hf_structure.structs.pruned_chart import encode_pruned_chart
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -237,7 +238,7 @@ def tiny_r2d2_folder(tmp_path_factory, request):
 
 
 def test_cli_evaluate_reports_f1_and_pseudo_perplexity(tiny_r2d2_folder, tmp_path, capsys):
-    from conftest import require_data
+    from tests.helpers.paths import require_data
 
     from hf_structure import cli
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_treebank import SENTENCES, conllu_text
+from tests.helpers.tiny_treebank import SENTENCES, conllu_text
 
 PARSER_TYPES = ["g2gtr", "arc_hybrid"]
 SCRIPT = Path(__file__).parents[1] / "scripts" / "run_parser.py"

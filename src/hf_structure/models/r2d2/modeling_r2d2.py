@@ -695,7 +695,7 @@ class R2D2CompositionLayer(nn.Module):
         The attention is written out for this visibility: an input's keys are at most [itself, left, right] (left
         and right: [left, right]), so its scores are elementwise products summed per head, with no T x T batched
         matmuls and no mask; queries, keys and values come from one projection (`fused_qkv`). The same function as
-        a standard layer with that attention mask, up to float32 rounding (`tests/reference_r2d2.py` keeps one)."""
+        a standard layer with that attention mask, up to float32 rounding (tests/helpers/reference_r2d2.py has one)."""
         count, length, dim = hidden.shape
         heads = self.num_heads
         head_dim = dim // heads

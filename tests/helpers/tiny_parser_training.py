@@ -1,14 +1,15 @@
-"""The tiny test parser's training recipe (tests/tiny_parser.py): what `scripts/run_parser.py` trains it with and
-`scripts/bundle_parser.py` bundles it with, declared here and named by its `ModelSpec.training`, so that no shared
-file knows the model."""
+"""The tiny test parser's training recipe (tiny_parser.py, beside it): what `scripts/run_parser.py` trains it with
+and `scripts/bundle_parser.py` bundles it with, declared here and named by its `ModelSpec.training`, so that no
+shared file knows the model."""
 
 from dataclasses import dataclass, field
 
 import torch
-from tiny_parser import TinyParserConfig
 
 from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.training import ParserTraining
+
+from tests.helpers.tiny_parser import TinyParserConfig
 
 
 @dataclass

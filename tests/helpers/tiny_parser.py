@@ -2,7 +2,7 @@
 
 It scores arcs with a bilinear form over word embeddings and decodes each word's head greedily towards the left
 (every word but the first takes its best head among the words before it; the first word is the root), so its heads
-are always a projective tree; it learns heads on the left (tests/tiny_parser_training.py is its training recipe).
+are always a projective tree; it learns heads on the left (its training recipe: tiny_parser_training.py, beside it).
 This file imports only torch and transformers: an exported folder carries it as the model's remote code.
 """
 

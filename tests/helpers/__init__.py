@@ -1,0 +1,1 @@
+"""What several tests share: tiny models and treebanks, plain references to check the code against, and paths."""
