@@ -1,6 +1,6 @@
 """CoNLL-U written and read by its one owner, `hf_structure.data.conllu_format` (the `conllu` library's serializer
 and parser): `# sent_id` and `# text`, labels, comment-only blocks, and round trips. (Errors of the reader on bad
-files: tests/test_treebanks.py.)"""
+files: tests/data/test_treebanks.py.)"""
 
 import conllu
 import pytest
