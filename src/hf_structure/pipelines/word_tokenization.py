@@ -8,7 +8,7 @@ split while inner abbreviation periods stay attached, and brackets are kept as `
 
 It works by rewriting the string with a fixed sequence of substitutions that pad tokens with spaces, then splitting
 on whitespace. The ORDER of the rules matters: later rules look at spaces and characters that earlier ones produced
-or left alone, so the sequence below mirrors nltk's exactly (tests/test_word_tokenization.py checks agreement).
+or left alone, so the sequence below mirrors nltk's exactly (tests/pipelines/test_word_tokenization.py checks it).
 """
 
 import re

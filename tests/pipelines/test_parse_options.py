@@ -226,7 +226,7 @@ def test_an_exported_folder_refuses_the_same_way_without_hf_structure(parsers, t
     from tests.helpers.remote_code import parse_without_hf_structure
 
     out = tmp_path / "exported"
-    parsers["r2d2"].save_pretrained(out)  # the model's and the pipeline's code travel with it (parses: test_r2d2.py)
+    parsers["r2d2"].save_pretrained(out)  # the model's and the pipeline's code go with it (parses: tests/models/r2d2)
     with pytest.raises(AssertionError, match="UnsupportedOptionError: R2D2Model .* does not take the option "
                                              "head_decoding; it takes structures='constituency'"):
         parse_without_hf_structure(out, WORDS, tmp_path, is_split_into_words=True, head_decoding="eisner")

@@ -7,21 +7,20 @@ the rules care about, and by inspecting the module's imports: it must run where 
 
 import ast
 import importlib.util
-import os
 import random
-from pathlib import Path
 
 import pytest
 
+from tests.helpers.paths import DATA_DIR, ROOT
+
 # Loaded from its file rather than through `hf_structure.pipelines` (whose __init__ imports transformers): this also
 # shows that the module stands alone.
-MODULE_PATH = Path(__file__).parents[1] / "src" / "hf_structure" / "pipelines" / "word_tokenization.py"
+MODULE_PATH = ROOT / "src" / "hf_structure" / "pipelines" / "word_tokenization.py"
 _spec = importlib.util.spec_from_file_location("word_tokenization", MODULE_PATH)
 word_tokenization = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(word_tokenization)
 word_tokenize = word_tokenization.word_tokenize
 
-DATA_DIR = Path(os.environ.get("HF_STRUCTURE_DATA") or Path(__file__).parents[1].parent / "shared" / "data")
 EWT_DIR = DATA_DIR / "ud-english-ewt"
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "modular_converter.py"
+from tests.helpers.paths import ROOT
+
+SCRIPT = ROOT / "scripts" / "modular_converter.py"
 spec = importlib.util.spec_from_file_location("modular_converter", SCRIPT)
 converter = importlib.util.module_from_spec(spec)
 sys.modules["modular_converter"] = converter  # dataclasses look their module up

@@ -107,7 +107,7 @@ def test_structures_option_returns_only_what_is_asked_and_skips_the_rest(parser,
 
 
 def test_structures_option_errors(parser):
-    # A structure the model does not give (R2D2's dependencies ...): tests/test_parse_options.py.
+    # A structure the model does not give (R2D2's dependencies ...): tests/pipelines/test_parse_options.py.
     with pytest.raises(UnsupportedOptionError, match="does not take structures='dependencies'"):
         parser(TEXT, structures="dependencies")
     with pytest.raises(UnsupportedOptionError, match=r"does not take structures=\[\]"):

@@ -3,9 +3,8 @@ are not checked: speed belongs to the benchmarks, not to the tests."""
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
 
 
 def run_benchmark(*args: str) -> str:

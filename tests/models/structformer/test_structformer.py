@@ -3,7 +3,6 @@
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from hf_structure.models.structformer import StructFormerConfig, StructFormerFor
 from hf_structure.models.structformer import modeling_structformer as modeling
 from hf_structure.structs import trees as structures
 
+from tests.helpers.paths import ROOT
 from tests.helpers.reference_structformer import naive_dependency_distribution
 
 SENTENCES = ["the old man sat on the bench", "a dog ran", "stocks fell sharply after the report was released"]
@@ -364,6 +364,6 @@ def test_package_registers_auto_classes():
 
 def test_generated_hub_code_is_current():
     # The standalone modeling, configuration and pipeline files are generated from their modular sources.
-    script = Path(__file__).parents[1] / "scripts" / "modular_converter.py"
+    script = ROOT / "scripts" / "modular_converter.py"
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
