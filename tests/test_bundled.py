@@ -13,7 +13,7 @@ import pytest
 
 from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_model_path
 
-ROOT = Path(__file__).parents[1]
+from tests.helpers.paths import ROOT
 BUNDLED = Path(resolve_model_path(DEFAULT_MODEL))
 # Scores of the bundled structformer-ptb's pipeline on the gold words of the first 300 sentences of ptb-sample/dev
 # (2026-11-25, the checkpoint as bundled), pinned here: the default pipeline must keep reproducing them.

@@ -168,12 +168,9 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
 
     record = json.loads((tuned / TRAINING_RECORD).read_text())
     assert record["steps"] == 3 and "--config_overrides calibration_scope=batch" in record["command"]
-    from test_cli_evaluate import DP, MRG  # a two-sentence gold treebank (constituents and heads)
+    from tests.helpers.hand_treebank import write_hand_treebank  # two gold sentences (constituents and heads)
 
-    gold = tmp_path / "gold"
-    for folder, name, text in (("mrg", "wsj_0001.mrg", MRG), ("dp", "wsj_0001.dp", DP)):
-        (gold / folder).mkdir(parents=True)
-        (gold / folder / name).write_text(text)
+    gold = write_hand_treebank(tmp_path / "gold")
     cli.main(["evaluate", "--model", str(tuned), "--treebank", str(gold), "--lm-text", "ptb-test", "--record"])
     exported = export_model_folder(tuned, tmp_path / "export", repo_id="org/tuned")
     assert "# tuned" in (exported / "README.md").read_text()

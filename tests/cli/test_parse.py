@@ -12,10 +12,10 @@ import pytest
 
 from hf_structure.cli import main
 
+from tests.helpers.paths import FIXTURES, ROOT
 from tests.helpers.tiny_models import save_tiny_model
 
-ROOT = Path(__file__).parents[1]
-TINY_CONLLU = ROOT / "tests" / "fixtures" / "tiny.conllu"
+TINY_CONLLU = FIXTURES / "tiny.conllu"
 LINES = ["the old man sat on the bench", "a dog ran", "the dog , old , ran"]
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,8 @@ from hf_structure.evaluation.scoring import evaluate_baseline
 from hf_structure.evaluation.scoring import score_parses as score_pairs
 from hf_structure.structs.trees import check_heads
 
-ROOT = Path(__file__).parents[1]
+from tests.helpers.hand_treebank import write_hand_treebank
+from tests.helpers.paths import ROOT
 
 
 def score_parses(gold, pairs):
@@ -24,18 +24,7 @@ def score_parses(gold, pairs):
     return score_pairs(gold, [{"spans": spans, "heads": heads} for spans, heads in pairs])
 
 
-# Two sentences. Gold spans (no single words, no whole sentence) and heads over the scored words:
-#   A "The old man sat on the bench":  NP(0,3) VP(3,7) PP(4,7) NP(5,7);   heads [3, 3, 4, 0, 4, 7, 5]
-#   C "The company said it would grow": NP(0,2) VP(2,6) SBAR+S(3,6) VP(4,6); heads [2, 3, 0, 5, 3, 5]
-MRG = """( (S (NP-SBJ (DT The) (JJ old) (NN man) ) (, ,)
-    (VP (VBD sat) (PP-LOC (IN on) (NP (DT the) (NN bench) ))) (. .) ))
-( (S (NP-SBJ (NP (DT The) (NN company) ))
-    (VP (VBD said) (SBAR (-NONE- 0) (S (NP-SBJ (PRP it) ) (VP (MD would) (VP (VB grow) ))))) (. .) ))
-"""
-DP = (
-    "The\tDT\t3\nold\tJJ\t3\nman\tNN\t5\n,\t,\t5\nsat\tVBD\t0\non\tIN\t5\nthe\tDT\t8\nbench\tNN\t6\n.\t.\t5\n\n"
-    "The\tDT\t2\ncompany\tNN\t3\nsaid\tVBD\t0\nit\tPRP\t5\nwould\tMD\t3\ngrow\tVB\t5\n.\t.\t3\n"
-)
+# The hand treebank (its gold spans and heads: tests/helpers/hand_treebank.py), sentences A and C.
 # Right-branching: predicted spans (k, n) for k = 1..n-2; heads [0, 1, 2, ...].
 #   A: predicted (1,7)..(5,7), 3 of 5 in gold (3,7)(4,7)(5,7), 3 of 4 gold found -> F1 2/3
 #      UAS: only w5 (on <- sat) -> 1/7; UUAS: w3, w4, w5, w7 -> 4/7
@@ -72,10 +61,7 @@ KEYS = {"parser", "sentences", "sentence_f1", "corpus_f1", "sentence_f1_cpcfg", 
 
 @pytest.fixture
 def hand_treebank(tmp_path):
-    for folder, name, text in (("mrg", "wsj_0001.mrg", MRG), ("dp", "wsj_0001.dp", DP)):
-        (tmp_path / folder).mkdir()
-        (tmp_path / folder / name).write_text(text, encoding="utf-8")
-    return tmp_path
+    return write_hand_treebank(tmp_path)
 
 
 def run_cli(*args):
