@@ -21,7 +21,7 @@ import torch
 
 import hf_structure  # noqa: F401
 from hf_structure.layers import first_piece_positions
-from hf_structure.models.g2gtr.modeling_g2gtr import _piece_relations, _slot_positions
+from hf_structure.models.g2gtr.modeling_g2gtr import configuration_slot_positions, initial_piece_relations
 from hf_structure.models.g2gtr.training_g2gtr import G2GTrTrainingArguments, OracleCollator, oracle_examples
 from hf_structure.structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
 from hf_structure.training.parser import conllu_sentences, new_parser
@@ -45,11 +45,11 @@ def naive_parse(model, tokenizer, words):
     """One sentence, one transition at a time, the whole encoder re-run at each step."""
     encoded = tokenizer([words], is_split_into_words=True, return_tensors="pt")
     first = first_piece_positions(encoded.word_ids(0), len(words))
-    relations = _piece_relations(encoded, [first])
+    relations = initial_piece_relations([first], [len(words)], encoded["attention_mask"])
     token_labels = torch.zeros_like(encoded["input_ids"])
     configuration = SwapConfiguration(len(words))
     while not configuration.is_terminal():
-        slots = torch.tensor([_slot_positions(configuration, first)])
+        slots = torch.tensor([configuration_slot_positions(configuration, first)])
         out = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], relations=relations,
                     token_labels=token_labels, slot_positions=slots)
         legal = torch.tensor([configuration.legal_actions()])

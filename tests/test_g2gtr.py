@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
+from hf_structure.models.g2gtr.modeling_g2gtr import TO_DEPENDENT, TO_HEAD, initial_piece_relations
 from hf_structure.structs.trees import heads_are_tree
 from hf_structure.models.g2gtr.training_g2gtr import (
     G2GTrTrainingArguments,
@@ -12,6 +13,7 @@ from hf_structure.models.g2gtr.training_g2gtr import (
     load_bert_encoder,
     oracle_examples,
 )
+from hf_structure.layers import encode_word_pieces
 from hf_structure.training.parser import new_parser, with_known_labels
 
 from tests.helpers.remote_code import parse_without_hf_structure
@@ -82,6 +84,33 @@ def test_shared_lower_layers_give_the_scores_of_one_configuration_at_a_time(pars
     # every oracle configuration of both sentences appears once
     assert len(batch["actions"]) == sum(len(e["steps"]) for e in examples)
     assert batch["relations"].amax() == 2 and batch["token_labels"].amax() > 0  # partial graphs are in the batch
+
+
+def test_before_any_arc_each_word_s_pieces_depend_on_its_first_piece_in_decoding_and_training(bert_folder):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(bert_folder)
+    sentences = [["the", "dogs", "sating"], ["hearings", "ran", "on", "dogs"], ["man"]]
+    inputs = encode_word_pieces(sentences, tokenizer, 64)
+    relations = initial_piece_relations(inputs["first_pieces"].tolist(), inputs["lengths"].tolist(),
+                                        inputs["attention_mask"])
+    # The definition, from the tokenizer's word ids: a non-first piece and its word's first piece are related.
+    expected = torch.zeros_like(relations)
+    for b in range(len(sentences)):
+        word_ids = tokenizer(sentences[b], is_split_into_words=True).word_ids()
+        for position, word in enumerate(word_ids):
+            first = word_ids.index(word)
+            if word is not None and first != position:
+                expected[b, first, position], expected[b, position, first] = TO_DEPENDENT, TO_HEAD
+    assert expected.count_nonzero() == 2 * 4  # dog|s, sat|ing, hearing|s, dog|s
+    assert torch.equal(relations, expected)
+    # The oracle collator starts each sentence's graph from the same relations.
+    treebank = [{"id": "c", "words": sentences[0], "heads": [2, 0, 2], "deprels": ["det", "root", "nsubj"]},
+                {"id": "d", "words": sentences[1], "heads": [2, 0, 4, 2], "deprels": ["nsubj", "root", "case", "nmod"]}]
+    batch = OracleCollator(tokenizer.pad_token_id)(oracle_examples(treebank, tokenizer, DEPRELS, per_example=100))
+    firsts = [0, int(batch["sentence_index"].tolist().index(1))]  # each sentence's configuration before any arc
+    length = batch["input_ids"].size(1)
+    assert torch.equal(batch["relations"][firsts], expected[:2, :length, :length])
 
 
 def test_training_loss_reaches_the_graph_embeddings(parser):

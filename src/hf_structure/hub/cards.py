@@ -70,8 +70,10 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     from .. import __version__
 
     model_dir = Path(model_dir)
-    config = read_json(model_dir / "config.json")
-    spec = model_spec(config.get("model_type"))
+    spec = model_spec(read_json(model_dir / "config.json").get("model_type"))
+    # The configuration as the model reads it: its class converts a folder of an earlier format (e.g. a supervised
+    # parser's encoder settings flat at the top level).
+    config = spec.config_class.from_pretrained(model_dir).to_dict()
     template_path = Path(template_path) if template_path else TEMPLATES_DIR / spec.card_template
     if not template_path.is_file():
         raise FileNotFoundError(f"model card template {template_path} not found")

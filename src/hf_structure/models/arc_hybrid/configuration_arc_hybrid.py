@@ -4,7 +4,7 @@
 # installed: each `# Copied from` block is a definition the source imports from hf_structure.
 """ArcHybridConfig: the configuration."""
 
-from transformers import PreTrainedConfig
+from transformers import BertConfig, PreTrainedConfig
 
 
 # Copied from hf_structure.configuration_utils.PUNCTUATION_POLICIES
@@ -47,6 +47,44 @@ class StructureConfig(PreTrainedConfig):
         super().__init__(**kwargs)
 
 
+# Copied from hf_structure.configuration_utils.FLAT_ENCODER_KEYS
+# The settings of a supervised parser's pretrained BERT encoder, which folders saved before the encoder became the
+# nested `encoder_config` hold at the top level of their config.json. Their `pad_token_id`, the encoder's too, stays
+# there: it is also the model's own (transformers' Trainer aligns a model's with its tokenizer's).
+FLAT_ENCODER_KEYS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "layer_norm_eps", "initializer_range",
+)
+
+
+# Copied from hf_structure.configuration_utils.DEFAULT_ENCODER
+# all-MiniLM-L6-v2's sizes (BERT's defaults otherwise): the encoder of a parser configured without one.
+DEFAULT_ENCODER = {"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536}
+
+
+# Copied from hf_structure.configuration_utils.nested_encoder_config
+def nested_encoder_config(encoder_config, config_kwargs: dict) -> BertConfig:
+    """A supervised parser's pretrained encoder as a `BertConfig`, from the parser config's `encoder_config` (a
+    `BertConfig` or its dict) or, in a folder saved before the encoder was nested, from the flat keys
+    (`FLAT_ENCODER_KEYS`, taken out of `config_kwargs`, the parser config's other keyword arguments, and its
+    `pad_token_id`, left there), missing ones and a missing encoder taking `DEFAULT_ENCODER`. Raises ValueError for
+    settings given both ways, or an encoder that is not a BERT."""
+    flat = {key: config_kwargs.pop(key) for key in FLAT_ENCODER_KEYS if key in config_kwargs}
+    if encoder_config is None:
+        padding = {"pad_token_id": config_kwargs["pad_token_id"]} if "pad_token_id" in config_kwargs else {}
+        return BertConfig(**{**DEFAULT_ENCODER, **flat, **padding})
+    if flat:
+        raise ValueError(f"the encoder's {', '.join(flat)} given beside encoder_config: give them in encoder_config")
+    if isinstance(encoder_config, dict):
+        if encoder_config.get("model_type", "bert") != "bert":
+            raise ValueError(f"encoder_config must be a BERT's, got model_type {encoder_config['model_type']!r}")
+        return BertConfig(**encoder_config)
+    if not isinstance(encoder_config, BertConfig):
+        raise ValueError(f"encoder_config must be a BertConfig or its dict, got {type(encoder_config).__name__}")
+    return encoder_config
+
+
 HEAD_DECODINGS = ("derivation", "eisner")
 
 
@@ -60,10 +98,11 @@ class ArcHybridConfig(StructureConfig):
             `"bilstm"` (a BiLSTM over word-piece embeddings, the features of Shi et al.'s arc-hybrid parser; Le Roux et
             al. use self-attention layers over word, POS and GloVe vectors). A word is represented by
             its first piece; ROOT by `[CLS]`.
-        vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, hidden_act,
-        hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size,
-        layer_norm_eps, initializer_range: the BERT encoder's (vocab_size and hidden_size, the embedding width, are
-            the BiLSTM's too).
+        encoder_config: the pretrained BERT encoder's configuration (a `BertConfig` or its dict; default:
+            all-MiniLM-L6-v2's sizes): all of it for a BERT encoder; for a BiLSTM one, its vocabulary, embedding width
+            (`hidden_size`), padding id, dropout (`hidden_dropout_prob`), longest input and initializer range. A
+            folder saved before the encoder was nested holds its settings flat, at the top level:
+            `nested_encoder_config` takes them from there.
         lstm_hidden_size, lstm_layers: the BiLSTM encoder's (each direction).
         arc_size, label_size: widths of the biaffine arc and label scorers' projections (Dozat & Manning).
         step_size: width of the step (buffer front + stack size) and matching representations.
@@ -78,6 +117,7 @@ class ArcHybridConfig(StructureConfig):
     """
 
     model_type = "arc_hybrid"
+    sub_configs_defaults = {"encoder_config": BertConfig}
     default_auto_map = {
         "AutoConfig": "configuration_arc_hybrid.ArcHybridConfig",
         "AutoModel": "modeling_arc_hybrid.ArcHybridForParsing",
@@ -88,18 +128,7 @@ class ArcHybridConfig(StructureConfig):
     def __init__(
         self,
         encoder_type="bert",
-        vocab_size=30522,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        hidden_act="gelu",
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        max_position_embeddings=512,
-        type_vocab_size=2,
-        layer_norm_eps=1e-12,
-        initializer_range=0.02,
+        encoder_config=None,
         lstm_hidden_size=256,
         lstm_layers=2,
         arc_size=384,
@@ -111,9 +140,9 @@ class ArcHybridConfig(StructureConfig):
         deprels=("dep",),
         encoder_init=None,
         punctuation_policy="keep",
-        pad_token_id=0,
         **kwargs,
     ):
+        encoder_config = nested_encoder_config(encoder_config, kwargs)
         if encoder_type not in ("bert", "bilstm"):
             raise ValueError(f"encoder_type must be 'bert' or 'bilstm', got {encoder_type!r}")
         if head_decoding not in HEAD_DECODINGS:
@@ -121,21 +150,11 @@ class ArcHybridConfig(StructureConfig):
         if stack_buckets < 4:
             # Buckets 1, 2 and 3+ at least: which reductions are legal depends on q = 1, q = 2 (onto ROOT), q >= 3.
             raise ValueError(f"stack_buckets must be at least 4 (bucket 0 is unused), got {stack_buckets}")
-        if encoder_type == "bert" and hidden_size % num_attention_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads")
+        if encoder_type == "bert" and encoder_config.hidden_size % encoder_config.num_attention_heads:
+            raise ValueError(f"the encoder's hidden_size {encoder_config.hidden_size} is not a multiple of its "
+                             "num_attention_heads")
         self.encoder_type = encoder_type
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
+        self.encoder_config = encoder_config
         self.lstm_hidden_size = lstm_hidden_size
         self.lstm_layers = lstm_layers
         self.arc_size = arc_size
@@ -146,7 +165,7 @@ class ArcHybridConfig(StructureConfig):
         self.head_decoding = head_decoding
         self.deprels = list(deprels)
         self.encoder_init = encoder_init
-        super().__init__(punctuation_policy=punctuation_policy, pad_token_id=pad_token_id, **kwargs)
+        super().__init__(punctuation_policy=punctuation_policy, **kwargs)
 
 
 __all__ = ["ArcHybridConfig"]

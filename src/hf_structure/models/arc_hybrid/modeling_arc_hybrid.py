@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import BertConfig, BertModel, PreTrainedModel
+from transformers import BertModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
@@ -269,14 +269,6 @@ def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -
     return heads.to(scores.device)
 
 
-# The BERT settings an encoder of type "bert" is built from (all-MiniLM-L6-v2's values by default).
-BERT_KEYS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "layer_norm_eps", "initializer_range", "pad_token_id",
-)
-
-
 # A log-probability for what cannot happen: finite, so that a row with no legal event stays a number.
 IMPOSSIBLE = -1e4
 
@@ -324,7 +316,7 @@ class ArcHybridPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module):
-        std = self.config.initializer_range
+        std = self.config.encoder_config.initializer_range
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
@@ -347,16 +339,16 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
 
     def __init__(self, config: ArcHybridConfig):
         super().__init__(config)
+        encoder = config.encoder_config
         if config.encoder_type == "bert":
-            bert = BertConfig(**{key: getattr(config, key) for key in BERT_KEYS})
-            self.encoder = BertModel(bert, add_pooling_layer=False)
-            width = config.hidden_size
+            self.encoder = BertModel(encoder, add_pooling_layer=False)
+            width = encoder.hidden_size
         else:
-            self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-            between_layers = config.hidden_dropout_prob if config.lstm_layers > 1 else 0.0
-            self.lstm = nn.LSTM(config.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
+            self.embeddings = nn.Embedding(encoder.vocab_size, encoder.hidden_size, padding_idx=encoder.pad_token_id)
+            between_layers = encoder.hidden_dropout_prob if config.lstm_layers > 1 else 0.0
+            self.lstm = nn.LSTM(encoder.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
                                 bidirectional=True, dropout=between_layers)
-            self.lstm_dropout = nn.Dropout(config.hidden_dropout_prob)
+            self.lstm_dropout = nn.Dropout(encoder.hidden_dropout_prob)
             width = 2 * config.lstm_hidden_size
         # The position after the last word: the empty buffer.
         self.empty_buffer = nn.Parameter(torch.zeros(width))
@@ -517,7 +509,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         decoding = head_decoding or self.config.head_decoding
         if decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
-        inputs = encode_word_pieces(sentences, tokenizer, self.config.max_position_embeddings)
+        inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
         inputs = {key: value.to(self.device) for key, value in inputs.items()}
         lengths = inputs["lengths"]
         words = self.encode_words(**inputs)

@@ -26,19 +26,12 @@ from transformers import BertConfig, BertModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
-from ...configuration_utils import StructureConfig
+from ...configuration_utils import StructureConfig, nested_encoder_config
 from ...layers import encode_word_pieces
 from ...structs.arc_hybrid import stack_size_dp
 from ...structs.decoding import eisner
 
 HEAD_DECODINGS = ("derivation", "eisner")
-
-# The BERT settings an encoder of type "bert" is built from (all-MiniLM-L6-v2's values by default).
-BERT_KEYS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "layer_norm_eps", "initializer_range", "pad_token_id",
-)
 
 
 class ArcHybridConfig(StructureConfig):
@@ -51,10 +44,11 @@ class ArcHybridConfig(StructureConfig):
             `"bilstm"` (a BiLSTM over word-piece embeddings, the features of Shi et al.'s arc-hybrid parser; Le Roux et
             al. use self-attention layers over word, POS and GloVe vectors). A word is represented by
             its first piece; ROOT by `[CLS]`.
-        vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, hidden_act,
-        hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size,
-        layer_norm_eps, initializer_range: the BERT encoder's (vocab_size and hidden_size, the embedding width, are
-            the BiLSTM's too).
+        encoder_config: the pretrained BERT encoder's configuration (a `BertConfig` or its dict; default:
+            all-MiniLM-L6-v2's sizes): all of it for a BERT encoder; for a BiLSTM one, its vocabulary, embedding width
+            (`hidden_size`), padding id, dropout (`hidden_dropout_prob`), longest input and initializer range. A
+            folder saved before the encoder was nested holds its settings flat, at the top level:
+            `nested_encoder_config` takes them from there.
         lstm_hidden_size, lstm_layers: the BiLSTM encoder's (each direction).
         arc_size, label_size: widths of the biaffine arc and label scorers' projections (Dozat & Manning).
         step_size: width of the step (buffer front + stack size) and matching representations.
@@ -69,6 +63,7 @@ class ArcHybridConfig(StructureConfig):
     """
 
     model_type = "arc_hybrid"
+    sub_configs_defaults = {"encoder_config": BertConfig}
     default_auto_map = {
         "AutoConfig": "configuration_arc_hybrid.ArcHybridConfig",
         "AutoModel": "modeling_arc_hybrid.ArcHybridForParsing",
@@ -79,18 +74,7 @@ class ArcHybridConfig(StructureConfig):
     def __init__(
         self,
         encoder_type="bert",
-        vocab_size=30522,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        hidden_act="gelu",
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        max_position_embeddings=512,
-        type_vocab_size=2,
-        layer_norm_eps=1e-12,
-        initializer_range=0.02,
+        encoder_config=None,
         lstm_hidden_size=256,
         lstm_layers=2,
         arc_size=384,
@@ -102,9 +86,9 @@ class ArcHybridConfig(StructureConfig):
         deprels=("dep",),
         encoder_init=None,
         punctuation_policy="keep",
-        pad_token_id=0,
         **kwargs,
     ):
+        encoder_config = nested_encoder_config(encoder_config, kwargs)
         if encoder_type not in ("bert", "bilstm"):
             raise ValueError(f"encoder_type must be 'bert' or 'bilstm', got {encoder_type!r}")
         if head_decoding not in HEAD_DECODINGS:
@@ -112,21 +96,11 @@ class ArcHybridConfig(StructureConfig):
         if stack_buckets < 4:
             # Buckets 1, 2 and 3+ at least: which reductions are legal depends on q = 1, q = 2 (onto ROOT), q >= 3.
             raise ValueError(f"stack_buckets must be at least 4 (bucket 0 is unused), got {stack_buckets}")
-        if encoder_type == "bert" and hidden_size % num_attention_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads")
+        if encoder_type == "bert" and encoder_config.hidden_size % encoder_config.num_attention_heads:
+            raise ValueError(f"the encoder's hidden_size {encoder_config.hidden_size} is not a multiple of its "
+                             "num_attention_heads")
         self.encoder_type = encoder_type
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
+        self.encoder_config = encoder_config
         self.lstm_hidden_size = lstm_hidden_size
         self.lstm_layers = lstm_layers
         self.arc_size = arc_size
@@ -137,7 +111,7 @@ class ArcHybridConfig(StructureConfig):
         self.head_decoding = head_decoding
         self.deprels = list(deprels)
         self.encoder_init = encoder_init
-        super().__init__(punctuation_policy=punctuation_policy, pad_token_id=pad_token_id, **kwargs)
+        super().__init__(punctuation_policy=punctuation_policy, **kwargs)
 
 
 # A log-probability for what cannot happen: finite, so that a row with no legal event stays a number.
@@ -187,7 +161,7 @@ class ArcHybridPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module):
-        std = self.config.initializer_range
+        std = self.config.encoder_config.initializer_range
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
@@ -210,16 +184,16 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
 
     def __init__(self, config: ArcHybridConfig):
         super().__init__(config)
+        encoder = config.encoder_config
         if config.encoder_type == "bert":
-            bert = BertConfig(**{key: getattr(config, key) for key in BERT_KEYS})
-            self.encoder = BertModel(bert, add_pooling_layer=False)
-            width = config.hidden_size
+            self.encoder = BertModel(encoder, add_pooling_layer=False)
+            width = encoder.hidden_size
         else:
-            self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-            between_layers = config.hidden_dropout_prob if config.lstm_layers > 1 else 0.0
-            self.lstm = nn.LSTM(config.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
+            self.embeddings = nn.Embedding(encoder.vocab_size, encoder.hidden_size, padding_idx=encoder.pad_token_id)
+            between_layers = encoder.hidden_dropout_prob if config.lstm_layers > 1 else 0.0
+            self.lstm = nn.LSTM(encoder.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
                                 bidirectional=True, dropout=between_layers)
-            self.lstm_dropout = nn.Dropout(config.hidden_dropout_prob)
+            self.lstm_dropout = nn.Dropout(encoder.hidden_dropout_prob)
             width = 2 * config.lstm_hidden_size
         # The position after the last word: the empty buffer.
         self.empty_buffer = nn.Parameter(torch.zeros(width))
@@ -380,7 +354,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         decoding = head_decoding or self.config.head_decoding
         if decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
-        inputs = encode_word_pieces(sentences, tokenizer, self.config.max_position_embeddings)
+        inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
         inputs = {key: value.to(self.device) for key, value in inputs.items()}
         lengths = inputs["lengths"]
         words = self.encode_words(**inputs)

@@ -28,7 +28,7 @@ class ArcHybridTrainingArguments(PretrainedEncoderArguments):
 def new_config(arguments: ArcHybridTrainingArguments, sentences: list[dict], deprels: list[str]):
     """A parser of the pretrained encoder's sizes, and the encoder's tokenizer."""
     encoder, origin = arguments.encoder_config()
-    config = ArcHybridConfig(**encoder, deprels=deprels, encoder_init=origin)
+    config = ArcHybridConfig(encoder_config=encoder, deprels=deprels, encoder_init=origin)
     return config, AutoTokenizer.from_pretrained(arguments.encoder_folder())
 
 
@@ -112,7 +112,7 @@ def storage_plans(model) -> list:
     """A BERT encoder feeding scorers trained from scratch: half precision for the encoder, then for fewer and fewer
     of its layers from the top; a BiLSTM encoder: for its word-piece embeddings."""
     plans = [("half precision for the pretrained encoder, float32 for the scorers", model.is_pretrained_parameter)]
-    layers = model.config.num_hidden_layers if model.config.encoder_type == "bert" else 0
+    layers = model.config.encoder_config.num_hidden_layers if model.config.encoder_type == "bert" else 0
     for top in range(1, layers):
         lower = ("encoder.embeddings.", *(f"encoder.encoder.layer.{i}." for i in range(layers - top)))
         description = (f"half precision for the encoder's embeddings and layers 0-{layers - top - 1}, float32 for its "

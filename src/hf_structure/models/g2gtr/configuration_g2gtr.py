@@ -4,7 +4,7 @@
 # installed: each `# Copied from` block is a definition the source imports from hf_structure.
 """G2GTrConfig: the configuration."""
 
-from transformers import PreTrainedConfig
+from transformers import BertConfig, PreTrainedConfig
 
 
 # Copied from hf_structure.configuration_utils.PUNCTUATION_POLICIES
@@ -47,15 +47,53 @@ class StructureConfig(PreTrainedConfig):
         super().__init__(**kwargs)
 
 
+# Copied from hf_structure.configuration_utils.FLAT_ENCODER_KEYS
+# The settings of a supervised parser's pretrained BERT encoder, which folders saved before the encoder became the
+# nested `encoder_config` hold at the top level of their config.json. Their `pad_token_id`, the encoder's too, stays
+# there: it is also the model's own (transformers' Trainer aligns a model's with its tokenizer's).
+FLAT_ENCODER_KEYS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "layer_norm_eps", "initializer_range",
+)
+
+
+# Copied from hf_structure.configuration_utils.DEFAULT_ENCODER
+# all-MiniLM-L6-v2's sizes (BERT's defaults otherwise): the encoder of a parser configured without one.
+DEFAULT_ENCODER = {"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536}
+
+
+# Copied from hf_structure.configuration_utils.nested_encoder_config
+def nested_encoder_config(encoder_config, config_kwargs: dict) -> BertConfig:
+    """A supervised parser's pretrained encoder as a `BertConfig`, from the parser config's `encoder_config` (a
+    `BertConfig` or its dict) or, in a folder saved before the encoder was nested, from the flat keys
+    (`FLAT_ENCODER_KEYS`, taken out of `config_kwargs`, the parser config's other keyword arguments, and its
+    `pad_token_id`, left there), missing ones and a missing encoder taking `DEFAULT_ENCODER`. Raises ValueError for
+    settings given both ways, or an encoder that is not a BERT."""
+    flat = {key: config_kwargs.pop(key) for key in FLAT_ENCODER_KEYS if key in config_kwargs}
+    if encoder_config is None:
+        padding = {"pad_token_id": config_kwargs["pad_token_id"]} if "pad_token_id" in config_kwargs else {}
+        return BertConfig(**{**DEFAULT_ENCODER, **flat, **padding})
+    if flat:
+        raise ValueError(f"the encoder's {', '.join(flat)} given beside encoder_config: give them in encoder_config")
+    if isinstance(encoder_config, dict):
+        if encoder_config.get("model_type", "bert") != "bert":
+            raise ValueError(f"encoder_config must be a BERT's, got model_type {encoder_config['model_type']!r}")
+        return BertConfig(**encoder_config)
+    if not isinstance(encoder_config, BertConfig):
+        raise ValueError(f"encoder_config must be a BertConfig or its dict, got {type(encoder_config).__name__}")
+    return encoder_config
+
+
 class G2GTrConfig(StructureConfig):
     r"""Configuration of a Graph-to-Graph Transformer dependency parser (Mohammadshahi & Henderson, 2020), in its
     Sentence Transformer form: a BERT-type encoder reads the sentence's word pieces, the partial dependency graph
     enters its attention, and a transition classifier reads the stack and buffer words' first pieces.
 
     Args:
-        vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, hidden_act,
-        hidden_dropout_prob, attention_probs_dropout_prob, max_position_embeddings, type_vocab_size,
-        layer_norm_eps, initializer_range: the BERT encoder's (defaults: all-MiniLM-L6-v2's).
+        encoder_config: the BERT encoder's configuration (a `BertConfig` or its dict; default: all-MiniLM-L6-v2's
+            sizes). A folder saved before the encoder was nested holds its settings flat, at the top level:
+            `nested_encoder_config` takes them from there.
         graph_layers: how many of the top encoder layers take the partial graph as input. The layers below are
             computed once per sentence and shared by all its parser configurations. Default: all of them, as in the
             paper; 0 is the Sentence Transformer baseline without graph input (no relations, no label embeddings).
@@ -67,6 +105,7 @@ class G2GTrConfig(StructureConfig):
     """
 
     model_type = "g2gtr"
+    sub_configs_defaults = {"encoder_config": BertConfig}
     default_auto_map = {
         "AutoConfig": "configuration_g2gtr.G2GTrConfig",
         "AutoModel": "modeling_g2gtr.G2GTrForParsing",
@@ -74,18 +113,7 @@ class G2GTrConfig(StructureConfig):
 
     def __init__(
         self,
-        vocab_size=30522,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        hidden_act="gelu",
-        hidden_dropout_prob=0.1,
-        attention_probs_dropout_prob=0.1,
-        max_position_embeddings=512,
-        type_vocab_size=2,
-        layer_norm_eps=1e-12,
-        initializer_range=0.02,
+        encoder_config=None,
         graph_layers=None,
         deprels=("dep",),
         action_hidden_size=500,
@@ -93,33 +121,24 @@ class G2GTrConfig(StructureConfig):
         classifier_dropout=0.33,
         encoder_init=None,
         punctuation_policy="keep",
-        pad_token_id=0,
         **kwargs,
     ):
-        graph_layers = num_hidden_layers if graph_layers is None else graph_layers
-        if not 0 <= graph_layers <= num_hidden_layers:
-            raise ValueError(f"graph_layers must be between 0 and num_hidden_layers, got {graph_layers}")
-        if hidden_size % num_attention_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_attention_heads")
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
+        encoder_config = nested_encoder_config(encoder_config, kwargs)
+        layers = encoder_config.num_hidden_layers
+        graph_layers = layers if graph_layers is None else graph_layers
+        if not 0 <= graph_layers <= layers:
+            raise ValueError(f"graph_layers must be between 0 and the encoder's num_hidden_layers, got {graph_layers}")
+        if encoder_config.hidden_size % encoder_config.num_attention_heads:
+            raise ValueError(f"the encoder's hidden_size {encoder_config.hidden_size} is not a multiple of its "
+                             "num_attention_heads")
+        self.encoder_config = encoder_config
         self.graph_layers = graph_layers
         self.deprels = list(deprels)
         self.action_hidden_size = action_hidden_size
         self.label_hidden_size = label_hidden_size
         self.classifier_dropout = classifier_dropout
         self.encoder_init = encoder_init
-        super().__init__(punctuation_policy=punctuation_policy, pad_token_id=pad_token_id, **kwargs)
+        super().__init__(punctuation_policy=punctuation_policy, **kwargs)
 
 
 __all__ = ["G2GTrConfig"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import BertConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput
@@ -146,9 +146,9 @@ class G2GTrNewEmbedding(nn.Embedding):
 
 
 class G2GTrEmbeddings(nn.Module):
-    """BERT's input embeddings (word piece + position + segment 0, layer norm, dropout)."""
+    """BERT's input embeddings (word piece + position + segment 0, layer norm, dropout); `config`: the encoder's."""
 
-    def __init__(self, config: G2GTrConfig):
+    def __init__(self, config: BertConfig):
         super().__init__()
         self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
@@ -165,9 +165,10 @@ class G2GTrEmbeddings(nn.Module):
 
 class G2GTrAttention(nn.Module):
     """BERT self-attention with the graph input of Eqs. 3-4: e_ij = q_i.(k_j + r^K_ij) / sqrt(d_head) and
-    z_i = sum_j a_ij (v_j + r^V_ij), the relation embeddings shared by all heads of the layer."""
+    z_i = sum_j a_ij (v_j + r^V_ij), the relation embeddings shared by all heads of the layer. `config`: the
+    encoder's."""
 
-    def __init__(self, config: G2GTrConfig, graph: bool):
+    def __init__(self, config: BertConfig, graph: bool):
         super().__init__()
         self.num_heads = config.num_attention_heads
         self.head_dim = config.hidden_size // config.num_attention_heads
@@ -200,9 +201,9 @@ class G2GTrAttention(nn.Module):
 
 
 class G2GTrLayer(nn.Module):
-    """A post-layer-norm BERT block; `graph` adds the graph input to its attention."""
+    """A post-layer-norm BERT block; `graph` adds the graph input to its attention. `config`: the encoder's."""
 
-    def __init__(self, config: G2GTrConfig, graph: bool):
+    def __init__(self, config: BertConfig, graph: bool):
         super().__init__()
         self.attention = G2GTrAttention(config, graph)
         self.attention_output = nn.Linear(config.hidden_size, config.hidden_size)
@@ -228,7 +229,7 @@ class G2GTrPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module):
-        std = self.config.initializer_range
+        std = self.config.encoder_config.initializer_range
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
@@ -251,14 +252,15 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
 
     def __init__(self, config: G2GTrConfig):
         super().__init__(config)
-        self.embeddings = G2GTrEmbeddings(config)
-        first_graph = config.num_hidden_layers - config.graph_layers
-        self.layers = nn.ModuleList(G2GTrLayer(config, i >= first_graph) for i in range(config.num_hidden_layers))
+        encoder = config.encoder_config
+        self.embeddings = G2GTrEmbeddings(encoder)
+        first_graph = encoder.num_hidden_layers - config.graph_layers
+        self.layers = nn.ModuleList(G2GTrLayer(encoder, i >= first_graph) for i in range(encoder.num_hidden_layers))
         # Index 0: no label (a word not attached yet); label l is id l + 1.
-        self.label_embeddings = G2GTrNewEmbedding(len(config.deprels) + 1, config.hidden_size)
+        self.label_embeddings = G2GTrNewEmbedding(len(config.deprels) + 1, encoder.hidden_size)
         # Stand-ins for an empty stack slot or buffer front.
-        self.empty_slots = nn.Parameter(torch.zeros(3, config.hidden_size))
-        d, dropout = config.hidden_size, config.classifier_dropout
+        self.empty_slots = nn.Parameter(torch.zeros(3, encoder.hidden_size))
+        d, dropout = encoder.hidden_size, config.classifier_dropout
         self.action_classifier = nn.Sequential(
             nn.Linear(3 * d, config.action_hidden_size), nn.LeakyReLU(), nn.Dropout(dropout),
             nn.Linear(config.action_hidden_size, 4),
@@ -276,7 +278,7 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
 
     @property
     def first_graph_layer(self) -> int:
-        return self.config.num_hidden_layers - self.config.graph_layers
+        return self.config.encoder_config.num_hidden_layers - self.config.graph_layers
 
     def encode_sentences(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """The layers below the graph layers, once per sentence: `(S, T, d)`."""
@@ -355,13 +357,14 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         Returns one dict per sentence: `words`, `heads` (1-based, 0 = root) and `deprels`. Raises ValueError naming
         the sentence when one has no word or more word pieces than the encoder's positions.
         """
-        inputs = encode_word_pieces(sentences, tokenizer, self.config.max_position_embeddings)
+        inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
         first_pieces = inputs["first_pieces"].tolist()
         device = self.device
         input_ids = inputs["input_ids"].to(device)
         attention_mask = inputs["attention_mask"].to(device)
         states = self.encode_sentences(input_ids, attention_mask)
-        relations = _piece_relations(first_pieces, inputs["lengths"].tolist(), inputs["attention_mask"]).to(device)
+        relations = initial_piece_relations(first_pieces, inputs["lengths"].tolist(), inputs["attention_mask"])
+        relations = relations.to(device)
         token_labels = torch.zeros_like(input_ids)
         configurations = [SwapConfiguration(len(words)) for words in sentences]
         while True:
@@ -369,7 +372,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             if not active:
                 break
             index = torch.tensor(active, device=device)
-            slots = torch.tensor([_slot_positions(configurations[b], first_pieces[b]) for b in active], device=device)
+            slots = [configuration_slot_positions(configurations[b], first_pieces[b]) for b in active]
+            slots = torch.tensor(slots, device=device)
             hidden = self.encode_configurations(states[index], attention_mask[index], relations[index],
                                                 token_labels[index])
             action_logits, label_logits = self.classify(hidden, slots)
@@ -404,9 +408,12 @@ def _mask_bias(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
-def _piece_relations(first_pieces: list[list[int]], lengths: list[int], attention_mask: torch.Tensor) -> torch.Tensor:
-    """`(B, T, T)` relations before any arc: each word's non-first pieces depend on its first piece. A word's pieces
-    run from its first piece to the next word's (the last word's to `[SEP]`, the last real piece)."""
+def initial_piece_relations(first_pieces: list[list[int]], lengths: list[int],
+                            attention_mask: torch.Tensor) -> torch.Tensor:
+    """`(B, T, T)` relations of a batch of sentences before any arc: each word's non-first pieces depend on its first
+    piece. `first_pieces[b]`: the piece of ROOT and of each word's first piece (`first_piece_positions`); `lengths`:
+    words. A word's pieces run from its first piece to the next word's (the last word's to `[SEP]`, the last real
+    piece)."""
     batch, length = attention_mask.shape
     relations = torch.zeros(batch, length, length, dtype=torch.long)
     for b, (first, words, pieces) in enumerate(zip(first_pieces, lengths, attention_mask.sum(-1).tolist())):
@@ -416,8 +423,9 @@ def _piece_relations(first_pieces: list[list[int]], lengths: list[int], attentio
     return relations
 
 
-def _slot_positions(configuration, first_pieces: list[int]) -> list[int]:
-    """Piece positions of s1, s0 and b0 (-1 for an empty slot)."""
+def configuration_slot_positions(configuration, first_pieces: list[int]) -> list[int]:
+    """Piece positions of a parser configuration's s1, s0 and b0 (-1 for an empty slot), the `slot_positions` of
+    `G2GTrForParsing.forward`."""
     stack, buffer = configuration.stack, configuration.buffer
     s1 = first_pieces[stack[-2]] if len(stack) >= 2 else -1
     s0 = first_pieces[stack[-1]] if stack else -1

@@ -15,7 +15,7 @@ from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration, swap_
 from ...training import ParserTraining
 from ...training.arguments import PretrainedEncoderArguments
 from .configuration_g2gtr import G2GTrConfig
-from .modeling_g2gtr import TO_DEPENDENT, TO_HEAD, _slot_positions
+from .modeling_g2gtr import TO_DEPENDENT, TO_HEAD, configuration_slot_positions, initial_piece_relations
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,8 @@ class G2GTrTrainingArguments(PretrainedEncoderArguments):
 def new_config(arguments: G2GTrTrainingArguments, sentences: list[dict], deprels: list[str]):
     """A parser of the pretrained encoder's sizes, and the encoder's tokenizer."""
     encoder, origin = arguments.encoder_config()
-    config = G2GTrConfig(**encoder, graph_layers=arguments.graph_layers, deprels=deprels, encoder_init=origin)
+    config = G2GTrConfig(encoder_config=encoder, graph_layers=arguments.graph_layers, deprels=deprels,
+                         encoder_init=origin)
     return config, AutoTokenizer.from_pretrained(arguments.encoder_folder())
 
 
@@ -93,7 +94,6 @@ def oracle_examples(sentences: list[dict], tokenizer, deprels: list[str], per_ex
             rows.append({
                 "input_ids": encoded["input_ids"],
                 "first_pieces": first_piece_positions(word_ids, len(sentence["words"])),
-                "word_ids": [-1 if w is None else w for w in word_ids],
                 "heads": sentence["heads"],
                 "labels": [label_ids[label] for label in sentence["deprels"]],
                 "actions": actions,
@@ -125,10 +125,7 @@ class OracleCollator:
             input_ids[s, : len(pieces)] = torch.tensor(pieces)
             attention_mask[s, : len(pieces)] = 1
             first = example["first_pieces"]
-            graph = torch.zeros((length, length), dtype=torch.long)
-            for position, word in enumerate(example["word_ids"]):
-                if word >= 0 and first[word + 1] != position:
-                    graph[first[word + 1], position], graph[position, first[word + 1]] = TO_DEPENDENT, TO_HEAD
+            graph = initial_piece_relations([first], [len(example["heads"])], attention_mask[s : s + 1])[0]
             labels_in = torch.zeros(length, dtype=torch.long)
             wanted = set(example["steps"])
             configuration = SwapConfiguration(len(example["heads"]))
@@ -141,7 +138,7 @@ class OracleCollator:
                 if step in wanted:
                     relations.append(graph.clone())
                     token_labels.append(labels_in.clone())
-                    slots.append(_slot_positions(configuration, first))
+                    slots.append(configuration_slot_positions(configuration, first))
                     sentence_index.append(s)
                     actions.append(action)
                     arc_labels.append(-100 if label is None else label)
@@ -170,7 +167,7 @@ def storage_plans(model) -> list:
     """With graph input in the top layers only: half precision below them, float32 for them and the classifiers."""
     if not model.config.graph_layers:
         return []
-    below = model.config.num_hidden_layers - model.config.graph_layers
+    below = model.first_graph_layer
     lower = ("embeddings.", *(f"layers.{index}." for index in range(below)))
     return [(f"half precision for the embeddings and layers 0-{below - 1} (below the graph input), float32 for the "
              "graph layers and the classifiers", lambda name: name.startswith(lower))]

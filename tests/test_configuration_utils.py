@@ -1,0 +1,60 @@
+"""The supervised parsers' pretrained encoder as a nested config (`configuration_utils.nested_encoder_config`): a
+folder saved with the encoder's settings flat at the top level of its config.json (the format before the nesting, the
+bundled g2gtr-ewt and arc-hybrid-ewt included) loads into the same encoder and the same weight names, and saves
+nested."""
+
+import pytest
+from transformers import BertConfig
+
+from hf_structure.configuration_utils import FLAT_ENCODER_KEYS
+from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
+from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
+
+# A tiny encoder's settings as a config.json of the flat format holds them.
+FLAT_ENCODER = {
+    "vocab_size": 40, "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32,
+    "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 64, "type_vocab_size": 2, "layer_norm_eps": 1e-12, "initializer_range": 0.02,
+    "pad_token_id": 0,
+}
+PARSERS = [
+    pytest.param(G2GTrConfig, G2GTrForParsing, {"graph_layers": 1, "deprels": ["dep", "root"]}, id="g2gtr"),
+    pytest.param(ArcHybridConfig, ArcHybridForParsing, {"encoder_type": "bert", "deprels": ["dep", "root"]},
+                 id="arc_hybrid"),
+]
+
+
+def test_the_flat_keys_are_every_setting_the_encoder_is_built_from_but_the_padding_id_the_parser_keeps_too():
+    assert set(FLAT_ENCODER) == {*FLAT_ENCODER_KEYS, "pad_token_id"}
+
+
+@pytest.mark.parametrize("config_class, model_class, own", PARSERS)
+def test_a_flat_config_loads_into_the_same_encoder_and_weight_names(config_class, model_class, own, tmp_path):
+    flat = config_class.from_dict({**FLAT_ENCODER, **own, "model_type": config_class.model_type})
+    nested = config_class(encoder_config=BertConfig(**FLAT_ENCODER), **own)
+    assert {key: getattr(flat.encoder_config, key) for key in FLAT_ENCODER} == FLAT_ENCODER
+    assert flat.pad_token_id == FLAT_ENCODER["pad_token_id"]  # the model's too, as transformers' Trainer sets it
+    assert flat.encoder_config.to_dict() == nested.encoder_config.to_dict()
+    assert not any(hasattr(flat, key) for key in ("hidden_size", "num_hidden_layers", "vocab_size"))
+    assert model_class(flat).state_dict().keys() == model_class(nested).state_dict().keys()
+    flat.save_pretrained(tmp_path)
+    reloaded = config_class.from_pretrained(tmp_path)
+    assert reloaded.encoder_config.to_dict() == nested.encoder_config.to_dict()
+    assert reloaded.to_dict() == flat.to_dict()
+
+
+@pytest.mark.parametrize("config_class", [G2GTrConfig, ArcHybridConfig])
+def test_the_encoder_is_given_one_way_and_is_a_bert(config_class):
+    with pytest.raises(ValueError, match="hidden_size given beside encoder_config"):
+        config_class(encoder_config=FLAT_ENCODER, hidden_size=48)
+    with pytest.raises(ValueError, match="must be a BERT's, got model_type 'roberta'"):
+        config_class(encoder_config={**FLAT_ENCODER, "model_type": "roberta"})
+    # Beside a nested encoder, the model's own padding id (the Trainer's alignment with the tokenizer) is no conflict.
+    assert config_class(encoder_config=FLAT_ENCODER, pad_token_id=0).encoder_config.pad_token_id == 0
+
+
+@pytest.mark.parametrize("config_class", [G2GTrConfig, ArcHybridConfig])
+def test_without_an_encoder_a_parser_has_all_minilm_l6_v2_s_sizes(config_class):
+    encoder = config_class().encoder_config
+    assert (encoder.hidden_size, encoder.num_hidden_layers, encoder.num_attention_heads, encoder.intermediate_size,
+            encoder.vocab_size) == (384, 6, 12, 1536, 30522)
