@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_structure import hub  # conftest.py puts src/ on sys.path
+from hf_structure import hub
 
+from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import save_tiny_model
 
-ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 REPO_ID = "org/structformer-ptb"
 SENTENCES = ["the old man sat on the bench", "a dog ran", "the dog sat on the old bench"]

@@ -6,13 +6,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import ROOT
+
 SCRIPT = ROOT / "scripts" / "run_mlm.py"
 TINY_MODEL = ["--hidden_size", "32", "--num_hidden_layers", "2", "--num_attention_heads", "4"]
 TINY_R2D2 = ["--model_type", "r2d2", "--hidden_size", "32", "--num_attention_heads", "4", "--intermediate_size", "64",

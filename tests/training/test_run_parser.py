@@ -8,15 +8,16 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
+
+from tests.helpers.paths import ROOT
 from tests.helpers.tiny_treebank import SENTENCES, conllu_text
 
 PARSER_TYPES = ["g2gtr", "arc_hybrid"]
-SCRIPT = Path(__file__).parents[1] / "scripts" / "run_parser.py"
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(__file__).parents[1] / "src"), HF_HUB_OFFLINE="1")
+SCRIPT = ROOT / "scripts" / "run_parser.py"
+ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT / "src"), HF_HUB_OFFLINE="1")
 
 
 def run_parser_command(model_type, bert_folder, treebank, output, *extra):
