@@ -4,28 +4,9 @@ derivation on short sentences."""
 import pytest
 import torch
 
-from hf_structure.structs.arc_hybrid import LEFT, RIGHT, SHIFT, derivation_score, minimal_feature_dp
+from hf_structure.structs.arc_hybrid import LEFT, SHIFT, derivation_score, minimal_feature_dp
 
-
-def all_derivations(length, single_root=False):
-    """Every legal arc-hybrid transition sequence of a sentence of `length` words (stack [0], buffer 1..n); with
-    `single_root`, only those attaching one word to ROOT (RIGHT onto ROOT only with an empty buffer)."""
-    found = []
-
-    def extend(stack, front, transitions):
-        if stack == [0] and front == length + 1:
-            found.append(list(transitions))
-            return
-        if front <= length:
-            extend(stack + [front], front + 1, transitions + [SHIFT])
-        if len(stack) > 1:
-            if front <= length:
-                extend(stack[:-1], front, transitions + [LEFT])
-            if not (single_root and len(stack) == 2 and front <= length):
-                extend(stack[:-1], front, transitions + [RIGHT])
-
-    extend([0], 1, [])
-    return found
+from tests.helpers.arc_hybrid_derivations import all_derivations, stack_size_score
 
 
 @pytest.mark.parametrize("single_root", [False, True])
@@ -68,25 +49,6 @@ def test_derivation_score_rejects_illegal_sequences():
         derivation_score([LEFT], scores, arcs, 2)
     with pytest.raises(ValueError, match="ends with"):
         derivation_score([SHIFT], scores, arcs, 2)
-
-
-def stack_size_score(transitions, transition_scores, matching_scores, arc_scores, length):
-    """Replay a derivation, scoring each step from the buffer front and the stack size (bucketed), each reduction
-    with its matching and arc scores: the scores `stack_size_dp` maximises, written out step by step."""
-    buckets = transition_scores.size(1)
-    stack, shifted_onto, front, total = [0], {}, 1, 0.0
-    for action in transitions:
-        size = min(len(stack), buckets - 1)
-        total += float(transition_scores[front, size, action])
-        if action == SHIFT:
-            shifted_onto[front] = len(stack)
-            stack.append(front)
-            front += 1
-            continue
-        k = stack.pop()
-        total += float(matching_scores[k, min(shifted_onto[k], buckets - 1), front])
-        total += float(arc_scores[front, k] if action == LEFT else arc_scores[stack[-1], k])
-    return total
 
 
 @pytest.mark.parametrize("single_root", [False, True])

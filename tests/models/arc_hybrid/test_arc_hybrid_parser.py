@@ -95,7 +95,7 @@ def test_decoding_is_exact_gives_single_rooted_projective_trees_and_does_not_dep
         assert len(parse["deprels"]) == len(sentence) and set(parse["deprels"]) <= set(DEPRELS)
         assert parse == model.parse([sentence], tokenizer)[0]
     # The DP's tree is the best single-rooted derivation: every derivation of a short sentence, scored in full.
-    from test_arc_hybrid import all_derivations, stack_size_score
+    from tests.helpers.arc_hybrid_derivations import all_derivations, stack_size_score
 
     sentence = ["the", "old", "man", "sat"]
     from hf_structure.layers import encode_word_pieces
