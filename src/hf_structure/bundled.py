@@ -9,6 +9,7 @@ hf-structure-<name>`) adds its own short names: `<short name> = "<module>:<attri
 from __future__ import annotations
 
 import difflib
+import json
 import warnings
 from functools import lru_cache
 from importlib.metadata import entry_points
@@ -63,14 +64,110 @@ def resolve_model_path(name_or_path: str | Path) -> str:
     return name_or_path
 
 
+class ModelFolderError(ValueError):
+    """A model folder that cannot be loaded for parsing: the message names the folder and what is wrong with it."""
+
+
+WEIGHT_FILES = (
+    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json"
+)
+
+
+def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokenizer: bool = True) -> None:
+    """Refuse a local model folder that would not load as a parser, before transformers loads it: without this a
+    folder missing its tokenizer.json loads an empty tokenizer that turns every word into the unknown piece
+    (a BertTokenizer built from `tokenizer_config.json` alone) or asks for sentencepiece, a truncated weights file
+    raises an error naming no file, and an unknown model type asks a `[y/N]` question on standard output.
+    Reads `config.json`, the tokenizer's file names and the safetensors headers only (no network, no weights).
+    A Hub id (not a folder here) is left to the Hub. `tokenizer=False` when the caller gives its own tokenizer."""
+    from .registry import MODEL_SPECS
+
+    folder = Path(path)
+    if not folder.exists():
+        return  # a Hub id
+    if not folder.is_dir():
+        raise ModelFolderError(f"model {folder} is a file, not a model folder")
+    config_file = folder / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelFolderError(f"model folder {folder} has no config.json: is it a saved model folder?") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ModelFolderError(f"{config_file}: not a valid JSON config ({error})") from None
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if model_type not in MODEL_SPECS and not (trust_remote_code and "auto_map" in config):
+        raise ModelFolderError(
+            f"{config_file}: model type {model_type!r} is not one hf_structure registers "
+            f"({', '.join(sorted(MODEL_SPECS))}); a model that brings its own code needs trust_remote_code=True"
+        )
+    if tokenizer:
+        _check_tokenizer_files(folder)
+    _check_weight_files(folder)
+
+
+def _check_tokenizer_files(folder: Path) -> None:
+    """A tokenizer loads from tokenizer.json, or from the vocabulary files its class reads (a BertTokenizer's
+    vocab.txt); without them transformers builds an empty tokenizer from `tokenizer_config.json` without a word."""
+    if (folder / "tokenizer.json").is_file():
+        return
+    try:
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        tokenizer_config = {}
+    class_name = tokenizer_config.get("tokenizer_class") if isinstance(tokenizer_config, dict) else None
+    vocabulary_files = ()
+    if class_name:
+        from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+        tokenizer_class = tokenizer_class_from_name(class_name)
+        names = getattr(tokenizer_class, "vocab_files_names", {}) if tokenizer_class else {}
+        vocabulary_files = tuple(name for key, name in names.items() if key != "tokenizer_file")
+        if vocabulary_files and all((folder / name).is_file() for name in vocabulary_files):
+            return
+    instead = f" (nor {', '.join(vocabulary_files)}, which {class_name} can read instead)" if vocabulary_files else ""
+    raise ModelFolderError(f"model folder {folder} has no tokenizer: tokenizer.json is missing{instead}; "
+                           "copy it from where the model was saved or re-export the model")
+
+
+def _check_weight_files(folder: Path) -> None:
+    """Weights are present, and each safetensors file's header covers the file (a truncated copy does not)."""
+    present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
+    if not present:
+        raise ModelFolderError(f"model folder {folder} has no weights ({' or '.join(WEIGHT_FILES[::2])})")
+    if present[0] == "model.safetensors":
+        weight_files = [folder / "model.safetensors"]
+    elif present[0] == "model.safetensors.index.json":
+        index_file = folder / present[0]
+        try:
+            shards = sorted(set(json.loads(index_file.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ModelFolderError(f"{index_file}: not a valid weights index ({error})") from None
+        weight_files = [folder / shard for shard in shards]
+    else:
+        return  # pickled weights are left to torch to read
+    from safetensors import SafetensorError, safe_open
+
+    for weight_file in weight_files:
+        try:
+            with safe_open(weight_file, framework="pt"):
+                pass
+        except FileNotFoundError:
+            raise ModelFolderError(f"model folder {folder} lacks {weight_file.name}, a part of its weights") from None
+        except SafetensorError as error:
+            raise ModelFolderError(f"{weight_file}: not a complete safetensors file ({error}); it may be truncated: "
+                                   "download or export the model again") from None
+
+
 def load_model_and_tokenizer(name_or_path: str = DEFAULT_MODEL):
     """A parsing model (in eval mode) and its tokenizer. The class is the one the model's registry entry names for
-    parsing (for StructFormer the masked-LM model, so perplexity can be measured with the same object)."""
+    parsing (for StructFormer the masked-LM model, so perplexity can be measured with the same object). A local
+    folder is checked first (`check_model_folder`)."""
     import transformers
 
     from .registry import model_spec
 
     path = resolve_model_path(name_or_path)
+    check_model_folder(path)
     config = transformers.AutoConfig.from_pretrained(path)
     auto_class = getattr(transformers, model_spec(config.model_type).parsing_class)
     model = auto_class.from_pretrained(path, config=config)

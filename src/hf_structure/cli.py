@@ -27,6 +27,18 @@ def _model_path(command: str, name: str) -> str:
         raise SystemExit(2) from None
 
 
+def _load(command: str, loader, model_path: str):
+    """`loader(model_path)`, or one line naming what could not be loaded: a model folder's problem
+    (`check_model_folder`), or transformers' error for a Hub id or a file it cannot read (folded onto one line)."""
+    from .bundled import ModelFolderError
+
+    try:
+        return loader(model_path)
+    except (ModelFolderError, OSError) as error:
+        message = " ".join(str(error).split())
+        raise _fail(command, message if model_path in message else f"cannot load {model_path}: {message}") from None
+
+
 def _count(text: str) -> int:
     """An argparse type for counts such as `--batch-size`: an integer of at least 1."""
     try:
@@ -127,7 +139,7 @@ def _parse(args) -> None:
     from .pipelines import load_parser
     from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description
 
-    parser = load_parser(_model_path("parse", args.model))
+    parser = _load("parse", load_parser, _model_path("parse", args.model))
     options, flags = _pipeline_options(args)
     try:  # every option the command was given, against what the model declares, before any line is parsed
         check_options(parser.model, options)
@@ -208,7 +220,7 @@ def _evaluate(args) -> dict:
     from .registry import model_spec
 
     model_path = _model_path("evaluate", args.model)
-    model, tokenizer = load_model_and_tokenizer(model_path)
+    model, tokenizer = _load("evaluate", load_model_and_tokenizer, model_path)
     perplexity_kind = model_spec(model.config.model_type).language_model_perplexity
     if args.lm_text and perplexity_kind is None:  # refused before the treebank is parsed
         raise _fail("evaluate", f"--lm-text: {args.model} is not a language model")

@@ -1,0 +1,112 @@
+"""A model folder that cannot load as a parser gets one clear error naming the folder and what is wrong, the same
+through `load_model_and_tokenizer`, `load_parser`, `transformers.pipeline` and the command line (`check_model_folder`),
+before transformers loads anything."""
+
+import json
+import re
+import shutil
+
+import pytest
+
+from hf_structure.bundled import ModelFolderError, check_model_folder, load_model_and_tokenizer
+from hf_structure.pipelines import TASK, load_parser
+
+from tests.helpers.tiny_models import save_tiny_model
+
+
+@pytest.fixture(scope="module")
+def good_folder(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("folders") / "tiny")
+
+
+def broken_copy(good_folder, tmp_path, breakage: str):
+    """A copy of the tiny model folder with one thing wrong; the message the error must hold."""
+    folder = tmp_path / breakage
+    shutil.copytree(good_folder, folder)
+    if breakage == "no-tokenizer":  # as the g2gtr-ewt and arc-hybrid-ewt folders name their tokenizer
+        (folder / "tokenizer.json").unlink()
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
+        tokenizer_config["tokenizer_class"] = "BertTokenizer"
+        (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+        return folder, rf"{folder} has no tokenizer: tokenizer.json is missing \(nor vocab.txt"
+    if breakage == "no-sentencepiece-tokenizer":  # as the structformer-ptb folder names its tokenizer
+        (folder / "tokenizer.json").unlink()
+        return folder, f"{folder} has no tokenizer: tokenizer.json is missing"
+    if breakage == "truncated-weights":
+        weights = folder / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+        return folder, f"{weights}: not a complete safetensors file .* download or export the model again"
+    if breakage == "unknown-model-type":
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, "model_type": "no-such-model"}))
+        return folder, (f"{folder / 'config.json'}: model type 'no-such-model' is not one hf_structure registers "
+                        r"\(.*structformer.*\).*trust_remote_code=True")
+    if breakage == "no-config":
+        (folder / "config.json").unlink()
+        return folder, f"{folder} has no config.json"
+    if breakage == "no-weights":
+        (folder / "model.safetensors").unlink()
+        return folder, rf"{folder} has no weights \(model.safetensors or pytorch_model.bin\)"
+    raise AssertionError(breakage)
+
+
+BREAKAGES = ["no-tokenizer", "no-sentencepiece-tokenizer", "truncated-weights", "unknown-model-type", "no-config",
+             "no-weights"]
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+def test_a_broken_folder_is_refused_by_every_loading_path(good_folder, tmp_path, breakage, capsys):
+    from transformers import pipeline
+
+    folder, message = broken_copy(good_folder, tmp_path, breakage)
+    with pytest.raises(ModelFolderError, match=message):
+        load_model_and_tokenizer(str(folder))
+    with pytest.raises(ModelFolderError, match=message):
+        load_parser(str(folder))
+    with pytest.raises(ModelFolderError, match=message):
+        pipeline(TASK, model=str(folder))
+    assert "[y/N]" not in capsys.readouterr().out  # no custom-code question
+
+
+@pytest.mark.parametrize("breakage", BREAKAGES)
+def test_the_command_line_gives_one_line_and_status_1(good_folder, tmp_path, breakage, capsys):
+    from hf_structure import cli
+
+    folder, message = broken_copy(good_folder, tmp_path, breakage)
+    treebank = tmp_path / "one.conllu"
+    treebank.write_text("1\tdogs\t_\t_\t_\t_\t2\tnsubj\t_\t_\n2\tbark\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
+    for command in (["parse", "--model", str(folder), "a dog ran"],
+                    ["evaluate", "--model", str(folder), "--treebank", str(treebank)]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(command)
+        text = str(exit_info.value.code)  # SystemExit(message): Python prints it on stderr and exits with 1
+        assert text.startswith(f"hf-structure {command[0]}: ") and "\n" not in text
+        assert re.search(message, text), text
+    assert capsys.readouterr().out == ""
+
+
+def test_a_good_folder_passes_and_a_hub_id_is_left_to_the_hub(good_folder):
+    check_model_folder(good_folder)
+    check_model_folder("some-org/some-model")  # not a folder here: nothing is read, no network
+
+
+def test_the_folder_check_allows_remote_code_when_trusted(good_folder, tmp_path):
+    folder = tmp_path / "custom"
+    shutil.copytree(good_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="someone-elses-model", auto_map={"AutoModel": "modeling_x.XModel"})
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelFolderError, match="trust_remote_code=True"):
+        check_model_folder(folder)
+    check_model_folder(folder, trust_remote_code=True)
+
+
+def test_a_caller_that_gives_its_own_tokenizer_needs_none_in_the_folder(good_folder, tmp_path):
+    from transformers import AutoTokenizer, pipeline
+
+    folder = tmp_path / "no-tokenizer"
+    shutil.copytree(good_folder, folder)
+    (folder / "tokenizer.json").unlink()
+    parser = pipeline(TASK, model=str(folder), tokenizer=AutoTokenizer.from_pretrained(good_folder))
+    assert parser("a dog ran")["words"] == ["a", "dog", "ran"]
+
