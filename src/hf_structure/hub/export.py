@@ -47,6 +47,7 @@ def export_model_folder(
     model, tokenizer = load_model_and_tokenizer(str(model_dir))
     parser = pipeline(TASK, model=model, tokenizer=tokenizer)
     parser.save_pretrained(out_dir)  # model + code files + custom_pipelines + the pipeline file + tokenizer
+    keep_stored_precision(model_dir / "model.safetensors", out_dir / "model.safetensors")
 
     config = read_json(out_dir / "config.json")
     task_info = config.get("custom_pipelines", {}).get(TASK)
@@ -71,6 +72,27 @@ def export_model_folder(
     render_model_card(model_dir, repo_id=repo_id).save(out_dir / "README.md")
     check_export(out_dir)
     return out_dir
+
+
+def keep_stored_precision(source: Path, exported: Path) -> None:
+    """Store each tensor of `exported` in the dtype `source` stores it in. A folder saved in half precision (the
+    bundled parsers, `scripts/export_half.py`) loads in float32, the config's dtype, and `save_pretrained` writes what
+    it loaded: the upload would be twice the size for no gain. A tensor `source` lacks (a name the loading renamed)
+    takes the one dtype of all `source`'s floating tensors when they share one, else stays as saved."""
+    from safetensors.torch import load_file, save_file
+
+    if not source.is_file():  # a sharded or .bin checkpoint: saved as loaded
+        return
+    stored = {name: tensor.dtype for name, tensor in load_file(source).items()}
+    floating = {dtype for dtype in stored.values() if dtype.is_floating_point}
+    only_dtype = floating.pop() if len(floating) == 1 else None
+    tensors = load_file(exported)
+    wanted = {name: stored.get(name, only_dtype) if tensor.is_floating_point() else tensor.dtype
+              for name, tensor in tensors.items()}
+    if all(wanted[name] in (None, tensor.dtype) for name, tensor in tensors.items()):
+        return
+    save_file({name: tensor.to(wanted[name] or tensor.dtype) for name, tensor in tensors.items()}, exported,
+              metadata={"format": "pt"})
 
 
 def check_export(folder: str | os.PathLike) -> None:

@@ -13,6 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..extras import require_extra
+
+# Every training module imports `datasets` or builds a `Trainer` (which needs `accelerate`): one clear error here
+# rather than a ModuleNotFoundError from deep inside them.
+require_extra("train", "training")
+
 
 @dataclass(frozen=True)
 class LanguageModelTraining:

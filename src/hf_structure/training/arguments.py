@@ -19,11 +19,13 @@ def saved_model_type(name_or_path: str) -> str:
     return config.get("model_type", "")
 
 
-def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type, default_model_type: str):
+def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type, default_model_type: str,
+                    prog: str | None = None):
     """The model's training recipe and the argument dataclasses: `shared` (the first holds `model_type` and
     `model_name_or_path`), then the recipe's own `arguments`. `argv` is a command line or one `.json` file of
     arguments. The model type is the saved model's (`--model_name_or_path`), else `--model_type`, else
-    `default_model_type`; its recipe decides which further arguments exist, so it is read first."""
+    `default_model_type`; its recipe decides which further arguments exist, so it is read first. `prog` is the
+    command that `--help` shows (default: the script's name)."""
     from_file = len(argv) == 1 and argv[0].endswith(".json")
     if from_file:
         values = json.loads(Path(argv[0]).read_text())
@@ -41,7 +43,7 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type
     if not isinstance(recipe, recipe_kind):
         raise ValueError(f"model type {model_type!r} is not trained by this entry (its recipe is a "
                          f"{type(recipe).__name__}, not a {recipe_kind.__name__})")
-    parser = HfArgumentParser((*shared, recipe.arguments))
+    parser = HfArgumentParser((*shared, recipe.arguments), prog=prog)
     if from_file:
         parsed = parser.parse_dict(values)
     else:

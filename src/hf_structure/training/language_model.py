@@ -105,16 +105,16 @@ def model_and_tokenizer_for_training(model_args: ModelArguments, recipe: Languag
     return spec.auto_classes[spec.parsing_class](config), tokenizer
 
 
-def parse_command_line(argv: list[str], default_model_type: str):
+def parse_command_line(argv: list[str], default_model_type: str, prog: str | None = None):
     """The model's recipe and (model, data, training, the model's own) arguments; `default_model_type` is the model
     type of a new model when `argv` names none."""
     return parse_arguments(argv, (ModelArguments, DataTrainingArguments, LanguageModelTrainingArguments),
-                           LanguageModelTraining, default_model_type)
+                           LanguageModelTraining, default_model_type, prog)
 
 
-def main(argv: list[str], default_model_type: str):
+def main(argv: list[str], default_model_type: str, prog: str | None = None):
     """Train (and evaluate) as `argv` says (see `parse_command_line`)."""
-    recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type)
+    recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type, prog)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     training_args = with_chosen_precision(training_args, model_args.precision)
     set_seed(training_args.seed)

@@ -19,6 +19,10 @@ from .trainer import LengthGroupedTrainer, end_processes, train_resuming
 logger = logging.getLogger(__name__)
 
 
+# The paper's rates: 1e-5 for the pretrained encoder, 1e-4 for the parts a new parser adds to it.
+NEW_PARSER_LR_SCALE = 10.0
+
+
 @dataclass
 class ParserModelArguments:
     model_type: str | None = field(
@@ -29,10 +33,12 @@ class ParserModelArguments:
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "A saved parser folder (or bundled name) to fine-tune; else a new parser."}
     )
-    new_parameters_lr_scale: float = field(
-        default=10.0, metadata={"help": "Learning rate of the parameters the pretrained encoder did not have "
+    new_parameters_lr_scale: float | None = field(
+        default=None, metadata={"help": "Learning rate of the parameters the pretrained encoder did not have "
                                 "(classifiers, relation and label embeddings), as a multiple of --learning_rate "
-                                "(for a parser that says which parameters are pretrained: `is_pretrained_parameter`)."}
+                                "(for a parser that says which parameters are pretrained: `is_pretrained_parameter`). "
+                                f"Default: {NEW_PARSER_LR_SCALE:g} for a new parser (its heads start untrained), 1 "
+                                "when fine-tuning a saved parser (--model_name_or_path: its heads are trained)."}
     )
     config_overrides: str | None = field(
         default=None, metadata={"help": "New parser: config settings, e.g. `encoder_type=bilstm,head_decoding=eisner` "
@@ -89,25 +95,40 @@ def new_parser(model_type: str, own_args, sentences: list[dict], deprels: list[s
     return model, tokenizer
 
 
-def learning_rates(model, learning_rate: float, new_parameters_lr_scale: float):
+def new_parameters_lr_scale(model_args: ParserModelArguments) -> float:
+    """The multiple of --learning_rate for the parameters the encoder did not have: as given, else 10 for a new parser
+    and 1 for a saved one (whose heads are trained: 10x would undo a fine-tuning's small rate); the choice is logged."""
+    if model_args.new_parameters_lr_scale is not None:
+        scale, why = model_args.new_parameters_lr_scale, "as given by --new_parameters_lr_scale"
+    elif model_args.model_name_or_path:
+        scale, why = 1.0, f"fine-tuning the saved parser {model_args.model_name_or_path}, whose heads are trained"
+    else:
+        scale, why = NEW_PARSER_LR_SCALE, "a new parser: its heads start untrained, the encoder pretrained"
+    logger.info("learning rate of the parameters the pretrained encoder did not have: %g x --learning_rate (%s)",
+                scale, why)
+    return scale
+
+
+def learning_rates(model, learning_rate: float, model_args: ParserModelArguments):
     """`learning_rate` for the parameters the model says are pretrained (`is_pretrained_parameter`), scaled for the
-    others (the paper: 1e-5 for the encoder, 1e-4 for the rest); None for a model that does not say."""
+    others by `new_parameters_lr_scale(model_args)`; None for a model that does not say."""
     is_pretrained = getattr(model, "is_pretrained_parameter", None)
     if is_pretrained is None:
         return None
-    return lambda name: learning_rate if is_pretrained(name) else learning_rate * new_parameters_lr_scale
+    scale = new_parameters_lr_scale(model_args)
+    return lambda name: learning_rate if is_pretrained(name) else learning_rate * scale
 
 
-def parse_command_line(argv: list[str], default_model_type: str):
+def parse_command_line(argv: list[str], default_model_type: str, prog: str | None = None):
     """The model's recipe and (model, data, training, the model's own) arguments; `default_model_type` is the model
     type of a new parser when `argv` names none."""
     return parse_arguments(argv, (ParserModelArguments, ParserDataArguments, TrainingArguments), ParserTraining,
-                           default_model_type)
+                           default_model_type, prog)
 
 
-def main(argv: list[str], default_model_type: str):
+def main(argv: list[str], default_model_type: str, prog: str | None = None):
     """Train as `argv` says (see `parse_command_line`)."""
-    recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type)
+    recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type, prog)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
     train = conllu_sentences(data_args.train_file)
@@ -143,7 +164,7 @@ def main(argv: list[str], default_model_type: str):
         data_collator=recipe.collator(model, tokenizer, own_args),
         processing_class=tokenizer,
         callbacks=callbacks,
-        learning_rate_of=learning_rates(model, training_args.learning_rate, model_args.new_parameters_lr_scale),
+        learning_rate_of=learning_rates(model, training_args.learning_rate, model_args),
     )
     train_resuming(trainer)
     end_processes(trainer)
