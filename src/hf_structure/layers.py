@@ -114,7 +114,7 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
     piece_counts = encoded["attention_mask"].sum(-1).tolist()
     for index, count in enumerate(piece_counts):
         if count > max_pieces:
-            raise ValueError(f"sentence {index}: {count} word pieces; this model reads at most {max_pieces}")
+            raise ValueError(f"sentence {index}: {too_many_pieces(count, max_pieces)}")
     first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
     for b, (ids, words) in enumerate(zip(word_ids, sentences)):
         first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
@@ -124,3 +124,16 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
         "first_pieces": first_pieces,
         "lengths": torch.tensor([len(words) for words in sentences]),
     }
+
+
+def too_many_pieces(count: int, max_pieces: int) -> str:
+    """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
+    return f"{count} word pieces; this model reads at most {max_pieces}"
+
+
+def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
+    """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
+    and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
+    before batching, so that its error names the caller's item rather than a position in a batch."""
+    count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
+    return too_many_pieces(count, max_pieces) if count > max_pieces else None

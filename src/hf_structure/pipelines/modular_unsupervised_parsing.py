@@ -3,8 +3,9 @@
 The contract every hf_structure model answers: `model.parse(sentences, tokenizer, **options)` takes a batch of
 word lists and returns one dict per sentence with `words` and what the model gives of `spans` (constituents,
 0-based `[start, end)`), `heads` (1-based, 0 = root), `deprels` and `scores` (model-specific extras). A sentence
-the model cannot parse raises `ValueError`. A model may also state `max_parse_words`, so that longer sentences are
-rejected before any batch runs.
+the model cannot parse raises `ValueError`. A model may also state `max_parse_words`, or answer
+`parse_length_error(words, tokenizer)` (a message, or None), so that longer sentences are rejected before any batch
+runs, and the error names the caller's item.
 
 The model class declares, next to `parse`, what it takes and gives: `parse_options` (the keyword options of
 `parse`, each with the values it takes) and `parse_outputs` (the keys a parse holds besides `words`). Every call is
@@ -246,6 +247,9 @@ class UnsupervisedParsingPipeline(Pipeline):
         limit = getattr(self.model, "max_parse_words", None)
         if limit is not None and len(seen) > limit:
             raise SentenceError(f"{name}: {len(seen)} words; this model parses at most {limit}")
+        length_error = getattr(self.model, "parse_length_error", None)  # a limit in word pieces, say
+        if length_error is not None and (message := length_error([words[i] for i in seen], self.tokenizer)):
+            raise SentenceError(f"{name}: {message}")
         return words, seen
 
     def preprocess(self, sentence, is_split_into_words=False):

@@ -18,6 +18,7 @@ Training maximises the log-likelihood of the four distributions along the oracle
 
 """
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -38,6 +39,12 @@ def first_piece_positions(word_ids: list, length: int) -> list[int]:
         if word_ids[position] is not None:
             first[word_ids[position] + 1] = position
     return first
+
+
+# Copied from hf_structure.layers.too_many_pieces
+def too_many_pieces(count: int, max_pieces: int) -> str:
+    """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
+    return f"{count} word pieces; this model reads at most {max_pieces}"
 
 
 # Copied from hf_structure.layers.encode_word_pieces
@@ -61,7 +68,7 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
     piece_counts = encoded["attention_mask"].sum(-1).tolist()
     for index, count in enumerate(piece_counts):
         if count > max_pieces:
-            raise ValueError(f"sentence {index}: {count} word pieces; this model reads at most {max_pieces}")
+            raise ValueError(f"sentence {index}: {too_many_pieces(count, max_pieces)}")
     first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
     for b, (ids, words) in enumerate(zip(word_ids, sentences)):
         first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
@@ -71,6 +78,15 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
         "first_pieces": first_pieces,
         "lengths": torch.tensor([len(words) for words in sentences]),
     }
+
+
+# Copied from hf_structure.layers.word_piece_length_error
+def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
+    """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
+    and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
+    before batching, so that its error names the caller's item rather than a position in a batch."""
+    count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
+    return too_many_pieces(count, max_pieces) if count > max_pieces else None
 
 
 # Copied from hf_structure.structs.arc_hybrid: SHIFT, LEFT, RIGHT
@@ -496,6 +512,11 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
     # `parse` with the values each takes, and what a parse holds besides `words`.
     parse_options = {"head_decoding": HEAD_DECODINGS}
     parse_outputs = ("heads", "deprels")
+
+    def parse_length_error(self, words: list[str], tokenizer) -> str | None:
+        """Why `parse` would refuse `words` for their length (more word pieces than the encoder's positions), or
+        None; the pipeline asks before batching, so that its error names the caller's item."""
+        return word_piece_length_error(words, tokenizer, self.config.encoder_config.max_position_embeddings)
 
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:

@@ -27,7 +27,7 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from ...configuration_utils import StructureConfig, nested_encoder_config
-from ...layers import encode_word_pieces
+from ...layers import encode_word_pieces, word_piece_length_error
 from ...structs.arc_hybrid import stack_size_dp
 from ...structs.decoding import eisner
 
@@ -341,6 +341,11 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
     # `parse` with the values each takes, and what a parse holds besides `words`.
     parse_options = {"head_decoding": HEAD_DECODINGS}
     parse_outputs = ("heads", "deprels")
+
+    def parse_length_error(self, words: list[str], tokenizer) -> str | None:
+        """Why `parse` would refuse `words` for their length (more word pieces than the encoder's positions), or
+        None; the pipeline asks before batching, so that its error names the caller's item."""
+        return word_piece_length_error(words, tokenizer, self.config.encoder_config.max_position_embeddings)
 
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer, head_decoding: str | None = None) -> list[dict]:

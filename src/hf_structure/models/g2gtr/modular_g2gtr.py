@@ -29,7 +29,7 @@ from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput
 
 from ...configuration_utils import StructureConfig, nested_encoder_config
-from ...layers import encode_word_pieces
+from ...layers import encode_word_pieces, word_piece_length_error
 from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
 
 
@@ -317,6 +317,11 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
     # option, and a parse holds heads and labels besides `words`.
     parse_options = {}
     parse_outputs = ("heads", "deprels")
+
+    def parse_length_error(self, words: list[str], tokenizer) -> str | None:
+        """Why `parse` would refuse `words` for their length (more word pieces than the encoder's positions), or
+        None; the pipeline asks before batching, so that its error names the caller's item."""
+        return word_piece_length_error(words, tokenizer, self.config.encoder_config.max_position_embeddings)
 
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
