@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from hf_structure.visualization import draw_text, render_svg, save_svg
+from hf_structure.visualization import LABEL_CHAR_WIDTH, LABEL_FONT_SIZE, draw_text, render_svg, save_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 # A hand-made parse (a pipeline result): "The old <b>& sat on the bench ."
@@ -148,9 +148,51 @@ def test_draw_text_of_a_parse_without_heads_is_the_tree_alone():
 
 
 def test_draw_text_of_a_parse_without_spans_is_the_arcs_alone():
-    drawing = draw_text(HEADS_ONLY)
-    assert drawing.splitlines() == dependency_part(draw_text(RESULT))
-    assert "X" not in drawing and drawing.count("►") == 7
+    unlabelled = {key: value for key, value in HEADS_ONLY.items() if key != "deprels"}
+    assert draw_text(unlabelled).splitlines() == dependency_part(draw_text(RESULT))
+    drawing = draw_text(HEADS_ONLY)  # a dependency parser's parse: its labelled arcs, no tree at all
+    assert "X" not in drawing and "\n\n" not in drawing and drawing.count("►") == 7
+    assert [line.split("  ")[-2:] for line in drawing.splitlines() if "←" in line][0] == ["det", "← 3 <b>&"]
+
+
+LABELLED = dict(RESULT, deprels=["det", "amod", "nsubj", "root", "case", "det", "obl:npmod", "punct"])
+
+
+def test_draw_text_shows_each_words_label_in_a_column_before_its_head():
+    lines = dependency_part(draw_text(LABELLED))
+    assert len(lines) == len(LABELLED["words"])
+    label_column = {line.index(label) for line, label in zip(lines, LABELLED["deprels"])}
+    head_column = {line.index("←") for line in lines if "←" in line}
+    assert len(label_column) == 1 and len(head_column) == 1  # a long label (obl:npmod) shifts no column
+    assert head_column.pop() == label_column.pop() + len("obl:npmod") + 2
+    for line, word, label, head in zip(lines, LABELLED["words"], LABELLED["deprels"], LABELLED["heads"]):
+        if head == 0:
+            assert line.split()[-2:] == [word, "root"] and "►" not in line  # `root` once, not `root  root`
+        else:
+            assert line.endswith(f"{label}{' ' * (11 - len(label))}← {head} {LABELLED['words'][head - 1]}")
+    other_root = dict(LABELLED, deprels=["det", "amod", "nsubj", "ccomp", "case", "det", "obl", "punct"])
+    assert dependency_part(draw_text(other_root))[3].endswith("sat    ccomp  root")
+
+
+def test_svg_labels_each_arc_at_its_lowest_point_and_the_root_with_its_label():
+    root = ET.fromstring(render_svg(LABELLED))
+    arcs = [p for p in root.iter(SVG + "path") if p.get("class") == "arc"]
+    labels = [t for t in root.iter(SVG + "text") if t.get("class") == "arc-label"]
+    expected = [label for label, head in zip(LABELLED["deprels"], LABELLED["heads"]) if head]
+    assert [label.text for label in labels] == expected
+    for arc, label in zip(arcs, labels):  # the label sits on the middle of its own arc, below the words
+        numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", arc.get("d"))]
+        start_x, start_y, bottom = numbers[0], numbers[1], numbers[3]
+        assert abs(float(label.get("x")) - (start_x + numbers[-2]) / 2) < 0.1
+        assert start_y < float(label.get("y")) < bottom + LABEL_FONT_SIZE
+    boxes = [r for r in root.iter(SVG + "rect") if r.get("class") == "arc-label-box"]
+    assert len(boxes) == len(labels)
+    assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "root-label"] == ["root"]
+    # Neighbours are far enough apart for the longest label to fit between their centres.
+    centres = word_centres(root)
+    assert min(b - a for a, b in zip(centres, centres[1:])) >= len("obl:npmod") * LABEL_CHAR_WIDTH
+    unlabelled = ET.fromstring(render_svg(RESULT))
+    assert not [t for t in unlabelled.iter(SVG + "text") if t.get("class") == "arc-label"]
 
 
 def test_svg_of_a_parse_without_heads_or_spans_draws_what_is_there():

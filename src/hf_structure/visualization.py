@@ -1,9 +1,11 @@
 """Drawing a parse (a pipeline result: `words`, `spans`, `heads`) in the terminal or as one SVG picture.
 
 - `draw_text(result)`: the constituency tree drawn with nltk's tree pretty-printer, then the dependency arcs drawn
-  beside the words, one word a line (an arrow `►` points at each dependent; the root word is marked `root`).
+  beside the words, one word a line (an arrow `►` points at each dependent; the root word is marked `root`), each
+  dependent's relation label (`deprels`) in a column of its own before its head.
 - `render_svg(result)` / `save_svg(result, path)`: one standalone SVG with the constituency tree above the words
-  and the dependency arcs (curved, head -> dependent, arrowhead on the dependent) below the same words.
+  and the dependency arcs (curved, head -> dependent, arrowhead on the dependent, labelled at their lowest point as
+  displaCy labels its arcs) below the same words.
 
 Spans are 0-based `[start, end)` (constituents of two or more words; the whole sentence included), heads 1-based
 with 0 for the root, as the `unsupervised-parsing` pipeline returns them. Only what a parse holds is drawn: spans
@@ -87,7 +89,7 @@ def _arc_levels(arcs) -> list[int]:
     return levels
 
 
-def _dependency_text(words, heads) -> list[str]:
+def _dependency_text(words, heads, deprels=None) -> list[str]:
     arcs = _arcs(heads)
     levels = _arc_levels(arcs)
     depth = max(levels, default=-1) + 1
@@ -105,11 +107,18 @@ def _dependency_text(words, heads) -> list[str]:
                 cells[row][x][2] = cells[row][x][3] = 1
     dependents = {dependent for _, dependent in arcs}
     number_width, word_width = len(str(len(words))), max(map(len, words))
+    # Labels get a column of their own, as wide as the longest: a long label (`nmod:poss`) shifts no other column.
+    label_width = max(map(len, deprels), default=0) if deprels else 0
     lines = []
     for i, (word, head) in enumerate(zip(words, heads)):
         gutter = "".join(_BOX.get(tuple(cell), " ") for cell in cells[i][:-1])
         end = "►" if i in dependents else "─" if any(cells[i][-1]) else " "
-        relation = "root" if head == 0 else f"← {head} {words[head - 1]}"
+        if deprels and head == 0:
+            relation = "root" if deprels[i] == "root" else f"{deprels[i]:<{label_width}}  root"
+        elif deprels:
+            relation = f"{deprels[i]:<{label_width}}  ← {head} {words[head - 1]}"
+        else:
+            relation = "root" if head == 0 else f"← {head} {words[head - 1]}"
         lines.append(f"{gutter}{end} {i + 1:>{number_width}} {word:<{word_width}}  {relation}".rstrip())
     return lines
 
@@ -145,7 +154,8 @@ def _tree_text(words, result) -> list[str]:
 def draw_text(result) -> str:
     """The constituency tree (nltk's pretty-printer, unicode lines) followed, after a blank line, by the dependency
     arcs, one word a line: a `►` points at each dependent from its head, and every line ends with `← HEAD WORD` or
-    `root`. A parse without `heads` gives the tree alone, one without `spans` the arcs alone."""
+    `root`; with `deprels`, each line shows its word's label first (`nsubj  ← 4 sat`). A parse without `heads` gives
+    the tree alone, one without `spans` the arcs alone."""
     _check_drawable(result)
     words = [str(word) for word in result["words"]]
     if not words:
@@ -154,7 +164,7 @@ def draw_text(result) -> str:
     if "spans" in result:
         parts.append("\n".join(_tree_text(words, result)))
     if "heads" in result:
-        parts.append("\n".join(_dependency_text(words, list(result["heads"]))))
+        parts.append("\n".join(_dependency_text(words, list(result["heads"]), result.get("deprels"))))
     return "\n\n".join(parts)
 
 
@@ -162,14 +172,16 @@ def draw_text(result) -> str:
 # SVG
 
 CHAR_WIDTH, FONT_SIZE, WORD_GAP = 8.4, 14, 18  # monospace estimate of a word's width
+LABEL_CHAR_WIDTH, LABEL_FONT_SIZE = 6.6, 11  # arc labels
 LEVEL_HEIGHT, ARC_STEP, MARGIN = 42, 26, 20
 
 
-def _word_centres(words) -> tuple[list[float], float]:
-    """The x of each word's centre, and the picture's width."""
+def _word_centres(words, label_width: float = 0) -> tuple[list[float], float]:
+    """The x of each word's centre, and the picture's width. Each word's room is at least `label_width`, so that
+    the label of an arc between neighbours fits between their centres."""
     centres, x = [], MARGIN
     for word in words:
-        width = max(len(word) * CHAR_WIDTH, 2 * CHAR_WIDTH) + WORD_GAP
+        width = max(len(word) * CHAR_WIDTH, 2 * CHAR_WIDTH, label_width) + WORD_GAP
         centres.append(x + width / 2)
         x += width
     return centres, x + MARGIN
@@ -186,9 +198,9 @@ def _arc_heights(arcs) -> list[int]:
     return levels
 
 
-def _svg_arcs(words, heads, centres, word_y) -> tuple[list[str], float]:
-    """The dependency arcs below the words (from head to dependent, bulging downwards by nesting level) and the
-    root arrows, with the picture's height below them."""
+def _svg_arcs(words, heads, deprels, centres, word_y) -> tuple[list[str], float]:
+    """The dependency arcs below the words (from head to dependent, bulging downwards by nesting level), each with
+    its label (`deprels`) on its lowest point, and the root arrows, with the picture's height below them."""
     parts = []
     arcs = _arcs(heads)
     arc_levels = _arc_heights(arcs)
@@ -197,11 +209,21 @@ def _svg_arcs(words, heads, centres, word_y) -> tuple[list[str], float]:
         offset = 4 if dependent > head else -4  # start beside the head's centre, so arcs to both sides part
         x1, x2 = centres[head] + offset, centres[dependent]
         bottom = arc_top + level * ARC_STEP
+        label = f" {escape(deprels[dependent])}" if deprels else ""
         parts.append(
             f'<path class="arc" d="M{x1:.1f},{arc_top:.1f} C{x1:.1f},{bottom:.1f} {x2:.1f},{bottom:.1f} '
             f'{x2:.1f},{arc_top + 2:.1f}" marker-end="url(#arrow)">'
-            f"<title>{escape(words[head])} → {escape(words[dependent])}</title></path>"
+            f"<title>{escape(words[head])} →{label} → {escape(words[dependent])}</title></path>"
         )
+        if deprels:  # on the curve's lowest point (a cubic with equal control heights: 3/4 of the way down)
+            x, y = (x1 + x2) / 2, arc_top + (bottom - arc_top) * 0.75
+            box = len(deprels[dependent]) * LABEL_CHAR_WIDTH + 4
+            parts.append(  # a white box behind the label breaks the arc around it
+                f'<rect class="arc-label-box" x="{x - box / 2:.1f}" y="{y - LABEL_FONT_SIZE / 2 - 1:.1f}" '
+                f'width="{box:.1f}" height="{LABEL_FONT_SIZE + 2}"/>'
+                f'<text class="arc-label" x="{x:.1f}" y="{y + LABEL_FONT_SIZE * 0.35:.1f}" '
+                f'text-anchor="middle">{escape(deprels[dependent])}</text>'
+            )
     lowest = arc_top + max(arc_levels, default=0) * ARC_STEP * 0.75 + 24
     for i, head in enumerate(heads):
         if head == 0:
@@ -209,22 +231,24 @@ def _svg_arcs(words, heads, centres, word_y) -> tuple[list[str], float]:
                 f'<line class="root" x1="{centres[i]:.1f}" y1="{lowest:.1f}" x2="{centres[i]:.1f}" '
                 f'y2="{arc_top + 2:.1f}" marker-end="url(#arrow)"/>'
                 f'<text class="root-label" x="{centres[i]:.1f}" y="{lowest + FONT_SIZE:.1f}" '
-                f'text-anchor="middle">root</text>'
+                f'text-anchor="middle">{escape(deprels[i]) if deprels else "root"}</text>'
             )
     return parts, lowest + FONT_SIZE + MARGIN
 
 
 def render_svg(result) -> str:
     """One standalone SVG: the constituency tree above the words, the dependency arcs below them (head ->
-    dependent, arrowhead at the dependent; the root word gets a `root` arrow). Constituent nodes are `<circle
-    class="node">`, arcs `<path class="arc">`, words `<text class="word">`. A parse without `heads` gives the tree
-    alone, one without `spans` the arcs alone."""
+    dependent, arrowhead at the dependent; the root word gets a `root` arrow), labelled with `deprels` where the
+    parse has them. Constituent nodes are `<circle class="node">`, arcs `<path class="arc">`, their labels `<text
+    class="arc-label">`, words `<text class="word">`. A parse without `heads` gives the tree alone, one without
+    `spans` the arcs alone."""
     _check_drawable(result)
     words = [str(word) for word in result["words"]]
     n = len(words)
     spans = _constituents(result)
     children = _tree_children(n, spans)
-    centres, width = _word_centres(words)
+    deprels = [str(label) for label in result["deprels"]] if "heads" in result and result.get("deprels") else None
+    centres, width = _word_centres(words, max(map(len, deprels)) * LABEL_CHAR_WIDTH if deprels else 0)
 
     # Constituency tree: depth-based rows from the top, words on one baseline below.
     depth = {}
@@ -272,7 +296,7 @@ def render_svg(result) -> str:
 
     height = word_y + FONT_SIZE / 2 + MARGIN  # room for the words' descenders
     if "heads" in result:
-        arc_parts, height = _svg_arcs(words, list(result["heads"]), centres, word_y)
+        arc_parts, height = _svg_arcs(words, list(result["heads"]), deprels, centres, word_y)
         parts += arc_parts
 
     title = escape(" ".join(words))
@@ -290,6 +314,7 @@ def render_svg(result) -> str:
             " .arc{fill:none;stroke:#c0392b;stroke-width:1.4}"
             " .root{stroke:#c0392b;stroke-width:1.4;stroke-dasharray:4 3}"
             " .root-label{fill:#c0392b;font-size:12px}"
+            f" .arc-label{{fill:#c0392b;font-size:{LABEL_FONT_SIZE}px}} .arc-label-box{{fill:white}}"
             "</style>",
             "</defs>",
             '<rect width="100%" height="100%" fill="white"/>',
