@@ -126,6 +126,7 @@ register_model(
 )
 
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the model classes above)
+from .bundled import ModelFolderError  # noqa: E402
 from .extras import MissingExtraError  # noqa: E402
 from .pipelines.unsupervised_parsing import SentenceError, UnsupportedOptionError  # noqa: E402
 
@@ -146,6 +147,7 @@ __all__ = [
     "G2GTrConfig",
     "G2GTrForParsing",
     "MissingExtraError",
+    "ModelFolderError",
     "ModelSpec",
     "R2D2Config",
     "R2D2ForLanguageModeling",

@@ -1,0 +1,64 @@
+"""The installed training and publishing commands: `hf-structure train-lm` and `train-parser` hand their arguments
+to the training entries (run in-process here, on tiny models), `--help` included; `export` refuses a folder that is
+not a model in one line (its output: tests/hub/test_export_precision.py)."""
+
+import json
+import logging
+
+import pytest
+
+from hf_structure import cli
+from hf_structure.cli_train_publish import train
+
+from tests.helpers.tiny_models import CORPUS, save_tiny_model
+from tests.helpers.tiny_treebank import SENTENCES, conllu_text
+
+QUIET = ["--report_to", "none", "--use_cpu", "--dataloader_num_workers", "0", "--disable_tqdm", "true",
+         "--seed", "3"]
+
+
+@pytest.mark.parametrize("command, option", [("train-lm", "--train_file"), ("train-parser", "--train_file")])
+def test_training_commands_show_the_training_entries_help(command, option, capsys):
+    with pytest.raises(SystemExit) as ended:
+        cli.main([command, "--help"])
+    assert ended.value.code == 0
+    help_text = capsys.readouterr().out
+    assert help_text.startswith(f"usage: hf-structure {command} ") and option in help_text
+
+
+def test_train_lm_fine_tunes_a_saved_model(tmp_path, one_thread):
+    base = save_tiny_model(tmp_path / "base")
+    text = tmp_path / "domain.txt"
+    text.write_text("\n".join(CORPUS * 4) + "\n")
+    cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--validation_file",
+              str(text), "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "4", "--output_dir",
+              str(tmp_path / "tuned"), *QUIET])
+    assert (tmp_path / "tuned" / "model.safetensors").is_file()
+    assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 2
+
+
+def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, tmp_path, caplog, one_thread):
+    """A new parser's heads train at 10x --learning_rate (its encoder is pretrained, its heads are not); fine-tuning
+    the saved parser keeps one rate, and each run logs which it chose and why."""
+    treebank = tmp_path / "train.conllu"
+    treebank.write_text(conllu_text(SENTENCES))
+    common = ["--train_file", str(treebank), "--per_device_train_batch_size", "2", "--max_steps", "1",
+              "--remove_unused_columns", "false", *QUIET]
+    caplog.set_level(logging.INFO, logger="hf_structure.training.parser")
+    new = train("train-parser", ["--model_type", "arc_hybrid", "--encoder", str(bert_folder), "--learning_rate",
+                                 "1e-3", "--output_dir", str(tmp_path / "new"), *common])
+    assert {group["initial_lr"] for group in new.optimizer.param_groups} == {1e-3, 1e-2}
+    assert "10 x --learning_rate (a new parser" in caplog.text
+
+    caplog.clear()
+    tuned = train("train-parser", ["--model_name_or_path", str(tmp_path / "new"), "--learning_rate", "2e-5",
+                                   "--output_dir", str(tmp_path / "tuned"), *common])
+    assert {group["initial_lr"] for group in tuned.optimizer.param_groups} == {2e-5}
+    assert f"1 x --learning_rate (fine-tuning the saved parser {tmp_path / 'new'}" in caplog.text
+    assert (tmp_path / "tuned" / "model.safetensors").is_file()
+
+
+def test_export_of_a_folder_without_a_model_is_one_line(tmp_path):
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["export", "--model", str(tmp_path), "--output", str(tmp_path / "out")])
+    assert str(ended.value.code).startswith("hf-structure export: ") and "\n" not in str(ended.value.code)
