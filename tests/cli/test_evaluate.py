@@ -153,6 +153,19 @@ def test_cli_evaluate_errors(tmp_path, capsys):
         main(["evaluate", "--treebank", str(tmp_path / "bad.conllu"), "--baseline", "left-branching"])
 
 
+@pytest.mark.parametrize("source", ["--baseline=left-branching", "--model=structformer-ptb"])
+def test_cli_evaluate_names_an_empty_treebank_and_a_bad_row_by_its_line(tmp_path, source):
+    empty = tmp_path / "empty.conllu"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"^hf-structure evaluate: {empty}: no sentence with a word to score"):
+        main(["evaluate", "--treebank", str(empty), source])
+    bad = tmp_path / "bad.conllu"  # the HEAD of the sentence's third row (line 4) is no number
+    bad.write_text("# text = a dog ran\n1\ta\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_\n"
+                   "3\tran\t_\tVERB\t_\t_\tX\troot\t_\t_\n\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"^hf-structure evaluate: {bad}:4: malformed CoNLL-U: .*'head'"):
+        main(["evaluate", "--treebank", str(bad), source])
+
+
 # --- the gold PTB sample (skipped without ../shared/data) -------------------------------------------------------------
 
 

@@ -348,6 +348,30 @@ def test_read_conllu_malformed_rows(tmp_path):
     assert str(error.value).startswith(f"{path}:1:")
 
 
+def test_read_conllu_names_the_row_of_a_bad_head_or_a_missing_one(tmp_path):
+    rows = CONLLU.split("\n")  # line 11: s2's first word row ("Sue"), the sentence's second line
+    for head, message in (("x", "malformed CoNLL-U: .*'head'"), ("_", "a word has no head")):
+        bad = rows.copy()
+        bad[10] = bad[10].replace("\t2\tnsubj", f"\t{head}\tnsubj")
+        path = write(tmp_path / "bad.conllu", "\n".join(bad))
+        with pytest.raises(TreebankFormatError, match=f"^{path}:11: {message}"):
+            read_conllu(path)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# a comment alone\n\n", "1\t.\t.\tPUNCT\t.\t_\t0\troot\t_\t_\n\n"])
+def test_a_conllu_treebank_with_no_sentence_to_score_is_named(tmp_path, text):
+    path = write(tmp_path / "empty.conllu", text)
+    with pytest.raises(TreebankFormatError, match=f"^{path}: no sentence with a word to score"):
+        read_treebank(path)
+
+
+def test_an_mrg_treebank_with_no_sentence_to_score_is_named(tmp_path):
+    (tmp_path / "mrg").mkdir()
+    write(tmp_path / "mrg" / "empty.mrg", "")
+    with pytest.raises(TreebankFormatError, match=f"^{tmp_path}: no sentence with a word to score"):
+        read_treebank(tmp_path)
+
+
 def test_read_conllu_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothere.conllu"):
         read_conllu(tmp_path / "nothere.conllu")

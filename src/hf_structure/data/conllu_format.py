@@ -20,44 +20,55 @@ UNIVERSAL_PUNCTUATION = frozenset({"PUNCT"})
 
 def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
     """Sentences of CoNLL-U `text` as dicts with `words`, `upos`, `heads` (0 = root), `deprels`, `id` (`sent_id`
-    or index). Errors (a row without 10 columns, a malformed row, a word without head, heads that are no tree) name
-    `source` and the sentence's line."""
-    import conllu
+    or index). Errors name `source` and the line: a row without 10 columns, a malformed row or a word without head
+    the row's; heads that are no tree the sentence's first."""
+    from conllu.parser import DEFAULT_FIELDS, parse_comment_line, parse_line
 
     sentences = []
     line = 1
     for block in text.split("\n\n"):
         block_line = line + (len(block) - len(block.lstrip("\n")))
         line += block.count("\n") + 2
-        if not block.strip():
-            continue
-        for offset, row in enumerate(block.lstrip("\n").split("\n")):
-            if row and not row.startswith("#") and len(row.split("\t")) != 10:
-                raise TreebankFormatError(
-                    f"{source}:{block_line + offset}: expected 10 tab-separated columns, got "
-                    f"{len(row.split(chr(9)))}: {row[:60]!r}"
-                )
-        try:
-            (sentence,) = conllu.parse(block.strip("\n") + "\n\n")
-        except Exception as error:  # conllu raises several exception types for malformed rows
-            raise TreebankFormatError(f"{source}:{block_line}: malformed CoNLL-U: {error}") from error
-        tokens = [t for t in sentence if isinstance(t["id"], int)]
+        metadata, tokens = {}, []  # tokens: (line number, token) of the word rows (integer ID)
+        # Row by row with the `conllu` library's own line parsers (what `conllu.parse` runs on a block), so that an
+        # error names its row.
+        for number, row in enumerate(block.lstrip("\n").split("\n"), start=block_line):
+            row = row.strip()
+            if not row:
+                continue
+            try:
+                if row.startswith("#"):
+                    metadata.update(parse_comment_line(row))
+                    continue
+                columns = len(row.split("\t"))
+                if columns != 10:
+                    raise TreebankFormatError(
+                        f"{source}:{number}: expected 10 tab-separated columns, got {columns}: {row[:60]!r}"
+                    )
+                token = parse_line(row, DEFAULT_FIELDS)
+            except TreebankFormatError:
+                raise
+            except Exception as error:  # conllu raises several exception types for malformed rows
+                raise TreebankFormatError(f"{source}:{number}: malformed CoNLL-U: {error}") from error
+            if isinstance(token["id"], int):
+                tokens.append((number, token))
         if not tokens:
             continue  # a comment-only block (e.g. a line `hf-structure parse` could not parse)
-        heads = [t["head"] for t in tokens]
-        if any(h is None for h in heads):
-            raise TreebankFormatError(f"{source}:{block_line}: a word has no head")
+        headless = next((number for number, token in tokens if token["head"] is None), None)
+        if headless is not None:
+            raise TreebankFormatError(f"{source}:{headless}: a word has no head")
+        heads = [token["head"] for _, token in tokens]
         try:
             check_heads(heads)
         except ValueError as error:
             raise TreebankFormatError(f"{source}:{block_line}: {error}") from error
         sentences.append(
             {
-                "id": sentence.metadata.get("sent_id", str(len(sentences))),
-                "words": [t["form"] for t in tokens],
-                "upos": [t["upos"] for t in tokens],
+                "id": metadata.get("sent_id", str(len(sentences))),
+                "words": [token["form"] for _, token in tokens],
+                "upos": [token["upos"] for _, token in tokens],
                 "heads": heads,
-                "deprels": [t["deprel"] for t in tokens],
+                "deprels": [token["deprel"] for _, token in tokens],
             }
         )
     return sentences

@@ -200,7 +200,8 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
     or of a CoNLL-U file (dependencies only, see `read_conllu_gold`).
 
     With `dp/`, each sentence also gets its gold heads over the scored words; a `.dp` block whose words differ
-    from the `.mrg` tree's raises a TreebankFormatError naming both places.
+    from the `.mrg` tree's raises a TreebankFormatError naming both places, and so does a treebank with no sentence
+    to score.
     """
     directory = Path(directory)
     if not directory.exists():
@@ -208,7 +209,7 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
     if directory.suffix == ".conllu":
         from .conllu_format import read_conllu_gold  # that module builds on this one's GoldSentence
 
-        return read_conllu_gold(directory)
+        return _some_sentence(read_conllu_gold(directory), directory)
     mrg_dir, dp_dir = directory / "mrg", directory / "dp"
     if not mrg_dir.is_dir():
         raise FileNotFoundError(f"{directory} has no mrg/ folder of .mrg files")
@@ -235,4 +236,12 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
                     )
                 sentence.heads = content_heads(tags, heads)
         sentences.extend(gold)
+    return _some_sentence(sentences, directory)
+
+
+def _some_sentence(sentences: list[GoldSentence], source: Path) -> list[GoldSentence]:
+    """`sentences`, or a TreebankFormatError naming the treebank when it holds none to score (an empty file, or
+    sentences of punctuation alone): scoring nothing would end in an error that names no file."""
+    if not sentences:
+        raise TreebankFormatError(f"{source}: no sentence with a word to score (empty, or punctuation only)")
     return sentences
