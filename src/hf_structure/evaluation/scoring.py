@@ -11,6 +11,7 @@ import torch
 from ..data.treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
 from ..pipelines.unsupervised_parsing import check_options
 from ..structs.trees import heads_are_tree
+from ..threads import parsing_threads
 from .baselines import baseline_parses
 from .metrics import attachment_scores, compound_pcfg_gold, label_recall, scored_spans, unlabelled_f1
 
@@ -54,28 +55,35 @@ def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
 
 
 @torch.no_grad()
-def parse_word_lists(model, tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64, **options) -> list:
+def parse_word_lists(
+    model, tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64, num_threads: int | None = None,
+    **options,
+) -> list:
     """`model.parse` over pre-split sentences, batched by length; results in input order. `options` go to `parse`
-    (e.g. `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`)."""
+    (e.g. `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`).
+    `num_threads`: torch's CPU threads while parsing (default: `threads.default_num_threads` for the machine's load
+    now); the caller's count is restored after."""
     check_options(model, options)
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     results: list[dict | None] = [None] * len(sentences)
     was_training = model.training
     model.eval()
     try:
-        for first in range(0, len(order), batch_size):
-            indices = order[first : first + batch_size]
-            try:
-                parsed = model.parse([list(sentences[i]) for i in indices], tokenizer, **options)
-            except ValueError:  # the message counts within the batch: find the sentence and name it
-                for index in indices:
-                    try:
-                        model.parse([list(sentences[index])], tokenizer, **options)
-                    except ValueError as error:
-                        raise ValueError(f"sentence {index} ({' '.join(sentences[index])[:80]!r}): {error}") from None
-                raise
-            for index, parse in zip(indices, parsed):
-                results[index] = parse
+        with parsing_threads(num_threads):
+            for first in range(0, len(order), batch_size):
+                indices = order[first : first + batch_size]
+                try:
+                    parsed = model.parse([list(sentences[i]) for i in indices], tokenizer, **options)
+                except ValueError:  # the message counts within the batch: find the sentence and name it
+                    for index in indices:
+                        try:
+                            model.parse([list(sentences[index])], tokenizer, **options)
+                        except ValueError as error:
+                            sentence = " ".join(sentences[index])[:80]
+                            raise ValueError(f"sentence {index} ({sentence!r}): {error}") from None
+                    raise
+                for index, parse in zip(indices, parsed):
+                    results[index] = parse
     finally:
         model.train(was_training)
     return results
@@ -95,17 +103,19 @@ def alternative_tree_decodings(model) -> list[str]:
     return [method for method in getattr(model.config, "reported_tree_decodings", ()) if method != default]
 
 
-def evaluate_model(model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64) -> dict:
+def evaluate_model(
+    model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64, num_threads: int | None = None
+) -> dict:
     """Scores with the model's default decodings, plus `<score>_<method>` for each alternative head decoding
-    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...)."""
+    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...). `num_threads`: as `parse_word_lists`."""
     words = [g.words for g in gold]
-    scores = score_parses(gold, parse_word_lists(model, tokenizer, words, batch_size))
+    scores = score_parses(gold, parse_word_lists(model, tokenizer, words, batch_size, num_threads))
     for option, structure, methods in (
         ("head_decoding", "heads", alternative_decodings(model)),
         ("tree_decoding", "spans", alternative_tree_decodings(model)),
     ):
         for method in methods:
-            parses = parse_word_lists(model, tokenizer, words, batch_size, **{option: method})
+            parses = parse_word_lists(model, tokenizer, words, batch_size, num_threads, **{option: method})
             alternative = score_parses(gold, [{structure: p[structure]} for p in parses], suffix=f"_{method}")
             scores.update({key: value for key, value in alternative.items() if key != "sentences"})
     return scores
@@ -138,10 +148,11 @@ ALL_WORDS_SCORING = (
 )
 
 
-def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64) -> dict:
+def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads: int | None = None) -> dict:
     """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
     are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with
-    each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...)."""
+    each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...). `num_threads`: as
+    `parse_word_lists`."""
     import time
 
     from ..data.conllu_format import read_conllu
@@ -149,7 +160,7 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64) -> dict:
 
     sentences = read_conllu(path)
     start = time.perf_counter()
-    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size)
+    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads)
     seconds = time.perf_counter() - start
     scores = score_all_words(sentences, parses)
     kept = [(s, p) for s, p in zip(sentences, parses) if any(tag != "PUNCT" for tag in s["upos"])]
@@ -161,7 +172,9 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64) -> dict:
     scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
     for method in alternative_decodings(model):
-        parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, head_decoding=method)
+        parses = parse_word_lists(
+            model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, head_decoding=method
+        )
         alternative = score_all_words(sentences, parses)
         scores.update({f"{key}_{method}": value for key, value in alternative.items() if key != "sentences"})
     scores["scoring"] = ALL_WORDS_SCORING

@@ -1,0 +1,150 @@
+#!/usr/bin/env python
+"""Parsing time on an idle machine against the same machine with other CPU-bound processes, per thread setting.
+
+For each bundled model and each thread setting, the first --lines lines of an EWT file (pre-tokenized, one sentence
+a line) are parsed through the `unsupervised-parsing` pipeline at batch size 32 (the CLI's default), once on the
+machine as it is ("idle") and once with --busy extra CPU-bound processes (a busy loop each) started first ("busy");
+the ratio busy/idle is the slowdown. Each configuration runs in a fresh subprocess, because torch fixes its thread
+pool at first use; it loads the model and parses 8 lines untimed first. Settings: `default` (the package's own
+choice: hf_structure.threads.default_num_threads), `torch` (torch's default count, given explicitly), a number,
+or `passive` (torch's default count with OMP_WAIT_POLICY=PASSIVE, which only works set before torch starts).
+
+Other processes on the machine change every figure: before each configuration the script prints the cores that
+other processes keep busy (measured over 0.5 s, hf_structure.threads.busy_cores_of_others, before the extra busy
+processes start) and the load average. A configuration still running after --max-seconds is stopped and shown as
+more than that. It asserts nothing; it also says whether each setting's parses equal the first setting's.
+
+    python benchmarks/shared_machine.py                       # all bundled models, settings default,1,torch
+    python benchmarks/shared_machine.py --settings default    # the acceptance check only (issue 31)
+"""
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if importlib.util.find_spec("hf_structure") is None:  # not installed: use the source tree (src layout)
+    sys.path.insert(0, str(ROOT / "src"))
+DEFAULT_INPUT = ROOT.parent / "parity" / "ewt_dev.txt"
+MODELS = ("structformer-ptb", "arc-hybrid-ewt", "g2gtr-ewt")
+WARMUP_LINES = 8
+
+
+def child(model: str, setting: str, input_path: Path, lines: int) -> dict:
+    """Load `model`, parse the first `lines` lines of `input_path` with `setting`; seconds, threads seen inside the
+    model's parse, and a digest of the parses."""
+    import torch
+
+    torch_default = torch.get_num_threads()
+    from hf_structure.pipelines import load_parser
+
+    sentences = [line.split() for line in input_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    sentences = sentences[:lines]
+    parser = load_parser(model)
+    seen_threads = set()
+    parse = parser.model.parse
+
+    def spy(*args, **kwargs):  # the thread count the model's parse runs with
+        seen_threads.add(torch.get_num_threads())
+        return parse(*args, **kwargs)
+
+    parser.model.parse = spy
+    options = {} if setting == "default" else {"num_threads": torch_default if setting in ("torch", "passive")
+                                                else int(setting)}
+    parser(sentences[:WARMUP_LINES], is_split_into_words=True, batch_size=32, **options)
+    start = time.perf_counter()
+    outputs = parser(sentences, is_split_into_words=True, batch_size=32, **options)
+    seconds = time.perf_counter() - start
+    parses = [{key: value for key, value in output.items() if key != "scores"} for output in outputs]
+    digest = hashlib.sha1(json.dumps(parses, sort_keys=True).encode()).hexdigest()[:12]
+    return {"seconds": seconds, "threads": sorted(seen_threads), "torch_default": torch_default, "digest": digest}
+
+
+def run_configuration(model: str, setting: str, busy: int, args) -> dict:
+    """One configuration in a fresh subprocess, with `busy` busy-loop processes running around it."""
+    from hf_structure.threads import busy_cores_of_others
+
+    others = busy_cores_of_others(0.5)
+    load = os.getloadavg()[0]
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)  # every setting starts from torch's own default
+    if setting == "passive":
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    try:
+        time.sleep(0.5 if busy else 0)  # the loops are running before the parse starts
+        command = [sys.executable, __file__, "--child", model, setting, "--input", str(args.input),
+                   "--lines", str(args.lines)]
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.max_seconds)
+        except subprocess.TimeoutExpired:
+            return {"seconds": None, "others": others, "load": load}
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    if done.returncode != 0:
+        raise SystemExit(f"{model} {setting} busy={busy} failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**result, "others": others, "load": load}
+
+
+def shown_seconds(result: dict, limit: float) -> str:
+    return f">{limit:.0f}" if result["seconds"] is None else f"{result['seconds']:.2f}"
+
+
+def main(argv=None):
+    options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    options.add_argument("--models", default=",".join(MODELS), help="comma list of bundled names or folders")
+    options.add_argument("--settings", default="default,1,torch",
+                         help="comma list: default, torch, passive or a thread count (default,1,torch)")
+    options.add_argument("--busy", type=int, default=1, help="extra CPU-bound processes in the busy runs (1)")
+    options.add_argument("--lines", type=int, default=200, help="lines parsed per configuration (200)")
+    options.add_argument("--input", type=Path, default=DEFAULT_INPUT, help=f"pre-tokenized text ({DEFAULT_INPUT})")
+    options.add_argument("--max-seconds", type=float, default=60.0,
+                         help="stop a configuration after this long, loading included (60)")
+    options.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
+    args = options.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child, args.input, args.lines)))
+        return
+    if not args.input.is_file():
+        raise SystemExit(f"no input file {args.input}: give --input (one pre-tokenized sentence a line)")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"{args.lines} lines of {args.input}, batch 32, {cores} usable cores, busy runs with {args.busy} extra "
+          f"busy-loop process(es); 'others': cores other processes kept busy just before the run, 'load': 1-min "
+          f"load average then; uptime at start: {subprocess.run(['uptime'], capture_output=True, text=True).stdout}")
+    header = (f"{'model':18} {'setting':8} {'threads':>8} {'idle s':>8} {'busy s':>8} {'ratio':>6} "
+              f"{'others idle/busy':>17} {'load idle/busy':>15}  same parses")
+    print(header)
+    print("-" * len(header))
+    start = time.perf_counter()
+    for model in args.models.split(","):
+        first_digest = None
+        for setting in args.settings.split(","):
+            idle = run_configuration(model, setting, 0, args)
+            busy = run_configuration(model, setting, args.busy, args)
+            if None in (idle["seconds"], busy["seconds"]):
+                ratio = "-" if idle["seconds"] is None else f">{args.max_seconds / idle['seconds']:.1f}"
+            else:
+                ratio = f"{busy['seconds'] / idle['seconds']:.2f}"
+            threads = "/".join(",".join(map(str, run.get("threads", ["?"]))) for run in (idle, busy))
+            digests = {run["digest"] for run in (idle, busy) if "digest" in run}
+            first_digest = first_digest or next(iter(digests), None)
+            same = "yes" if digests == {first_digest} else "NO" if digests else "-"
+            print(f"{model:18} {setting:8} {threads:>8} {shown_seconds(idle, args.max_seconds):>8} "
+                  f"{shown_seconds(busy, args.max_seconds):>8} {ratio:>6} "
+                  f"{idle['others']:>8.2f}/{busy['others']:<8.2f} {idle['load']:>7.2f}/{busy['load']:<7.2f}  {same}",
+                  flush=True)
+    print(f"total {time.perf_counter() - start:.0f} s; uptime at end: "
+          f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+
+
+if __name__ == "__main__":
+    main()
