@@ -95,6 +95,8 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelFolderError(f"{config_file}: not a valid JSON config ({error})") from None
     model_type = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(model_type, str):
+        raise ModelFolderError(f"{config_file}: no model_type (is it a model's config?)")
     if model_type not in MODEL_SPECS and not (trust_remote_code and "auto_map" in config):
         raise ModelFolderError(
             f"{config_file}: model type {model_type!r} is not one hf_structure registers "
