@@ -25,6 +25,7 @@ SENTENCES = [
     "Stocks fell sharply after the report, which surprised analysts, was released on Monday.",
     "\"I can't go,\" she said (quietly).",
     "Great service :)",
+    "Dogs bark. “Cats” don’t. Mr. Smith agreed… It rained.",  # sentences, offsets, typographic punctuation
 ]
 CHILD = r"""
 import json, sys
@@ -73,9 +74,10 @@ def main() -> int:
             failed += 1
             continue
         got = json.loads(child.stdout.strip().splitlines()[-1])
-        for sentence, mine, theirs in zip(SENTENCES, expected, got):
+        for text, mine, theirs in zip(SENTENCES, expected, got):  # a text gives one parse per sentence
             status = "same" if mine == theirs else "DIFFERENT"
-            print(f"{model}: {status}: {sentence!r} -> {theirs.get('tree', '')} heads {theirs['heads']}")
+            parses = "; ".join(f"{parse.get('tree', '')} heads {parse['heads']}" for parse in theirs)
+            print(f"{model}: {status}: {text!r} -> {parses}")
         failed += got != expected
     return 1 if failed else 0
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import hf_structure
 from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_model_path
 
 from tests.helpers.paths import ROOT
@@ -108,15 +107,13 @@ def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
     assert "hf_structure/hub/templates/structformer.md" in names
     assert "hf_structure/checkpoints/structformer-ptb/model.safetensors" in names
     assert "hf_structure/pipelines/word_tokenization.py" in names
-    assert "hf_structure/py.typed" in names
-    assert wheel.name.startswith(f"hf_structure-{hf_structure.__version__}-")  # the version setuptools read
     code = f"""
 import sys
 sys.path = [p for p in sys.path if not p.endswith("src")]
 import hf_structure
 assert hf_structure.__file__.startswith({str(tmp_path / "site")!r}), hf_structure.__file__
 from transformers import pipeline
-print(pipeline("unsupervised-parsing")("The old man sat on the bench.")["words"])
+print(pipeline("unsupervised-parsing")("The old man sat on the bench.")[0]["words"])
 from hf_structure.hub import push_model
 out = push_model("structformer-ptb", "org/structformer-ptb", dry_run_dir={str(tmp_path / "export")!r})
 print((out / "README.md").read_text().count("# structformer-ptb"))

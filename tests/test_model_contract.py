@@ -47,7 +47,7 @@ def test_the_pipeline_serves_a_new_model_and_applies_its_punctuation_policy(tiny
     from transformers import pipeline
 
     parser = pipeline("unsupervised-parsing", model=str(tiny_folder))
-    result = parser("the dog ran.")
+    (result,) = parser("the dog ran.")
     assert result["words"] == ["the", "dog", "ran", "."]
     assert len(result["heads"]) == 4 and result["heads"][0] == 0  # policy "keep": the model saw the period
     assert result["deprels"] == ["root", "dep", "dep", "dep"]
@@ -99,7 +99,7 @@ class Block:
 sys.meta_path.insert(0, Block())
 from transformers import pipeline
 parser = pipeline(model={str(out)!r}, trust_remote_code=True)
-print(parser('the dog ran.')['words'])
+print(parser('the dog ran.')[0]['words'])
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -140,7 +140,7 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     assert training["steps"] == 4 and "(every sentence once an epoch)" in training["train_data"]
     assert training["notes"].startswith("weights stored as: half precision")  # the first storage within --allow-changed
     assert json.loads((bundled / "hf_structure_eval.json").read_text())["sentences"] == 2
-    assert pipeline("unsupervised-parsing", model=str(bundled))("the dog ran .")["heads"][0] == 0
+    assert pipeline("unsupervised-parsing", model=str(bundled))("the dog ran .")[0]["heads"][0] == 0
 
     exported = export_model_folder(bundled, tmp_path / "export", repo_id="org/tiny-trained")
     assert (exported / "tiny_parser.py").is_file() and "| LAS |" in (exported / "README.md").read_text()

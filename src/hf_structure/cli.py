@@ -90,15 +90,17 @@ def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, 
             continue
         item = line.split() if pretokenized else line
         try:
-            parser.sentence_words(item, pretokenized, f"line {index + 1}")
+            parser.sentences(item, pretokenized, f"line {index + 1}", split_sentences=False)
         except (TypeError, ValueError) as error:
             results[index] = {"words": line.split(), "error": str(error)}
             continue
         pending.append((index, item))
 
     def run(items):
-        return parser([item for _, item in items], batch_size=batch_size, is_split_into_words=pretokenized,
-                      **options)
+        # One sentence per line (a text gives a list of one parse).
+        parsed = parser([item for _, item in items], batch_size=batch_size, is_split_into_words=pretokenized,
+                        split_sentences=False, **options)
+        return parsed if pretokenized else [sentences[0] for sentences in parsed]
 
     for first in range(0, len(pending), batch_size):
         chunk = pending[first : first + batch_size]

@@ -25,3 +25,12 @@ def test_structformer_speed_quick_runs_every_training_path():
 def test_pipeline_throughput_quick_compares_batched_with_single_parses(ptb_dev):
     out = run_benchmark("benchmarks/pipeline_throughput.py", "--quick", "--treebank", str(ptb_dev))
     assert "parses equal to batch_size 1: 40/40" in out
+
+
+def test_shared_machine_quick_compares_idle_with_busy(tmp_path):
+    source = tmp_path / "lines.txt"
+    source.write_text("the dog ran\na cat sat on the mat\n", encoding="utf-8")
+    out = run_benchmark("benchmarks/shared_machine.py", "--models", "structformer-ptb", "--settings", "1",
+                        "--lines", "2", "--input", str(source))
+    row = next(line for line in out.splitlines() if line.startswith("structformer-ptb"))
+    assert row.split()[1:3] == ["1", "1/1"] and row.split()[-1] == "yes"  # one thread idle and busy, same parses

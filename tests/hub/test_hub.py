@@ -128,7 +128,7 @@ def expected(exported) -> dict:
     parses = []
     for sentence in SENTENCES:
         parses.append(normalise(model.parse([sentence.split()], tokenizer)[0]))
-    parsed = pipeline("unsupervised-parsing", model=exported)(TEXT)
+    (parsed,) = pipeline("unsupervised-parsing", model=exported)(TEXT)  # one sentence
     return {"model": parses, "pipeline": normalise(parsed), "tree": parsed["tree"]}
 
 
@@ -194,7 +194,7 @@ def test_installed_pipeline_needs_no_remote_code(exported, expected):
     parser = pipeline("unsupervised-parsing", model=exported)
     assert type(parser).__module__ == "hf_structure.pipelines.unsupervised_parsing"
     assert type(parser.model).__module__.startswith("hf_structure.")
-    assert normalise(parser(TEXT)) == expected["pipeline"]
+    assert normalise(parser(TEXT)[0]) == expected["pipeline"]
 
 
 # ------------------------------------------------------------------------------------------------------ model card
@@ -345,7 +345,7 @@ parses = []
 for sentence in sentences:
     parses.append(model.parse([sentence.split()], tokenizer)[0])
 parser = pipeline("unsupervised-parsing", model=repo_id)
-print(json.dumps({"model": parses, "pipeline": parser(text), "model_module": type(model).__module__,
+print(json.dumps({"model": parses, "pipeline": parser(text)[0], "model_module": type(model).__module__,
                   "pipeline_module": type(parser).__module__}))
 """
 
@@ -418,7 +418,7 @@ parses = []
 for sentence in sentences:
     parses.append(model.parse([sentence.split()], tokenizer)[0])
 parser = pipeline(model=folder, trust_remote_code=True)  # the task comes from config.json's custom_pipelines
-parsed = parser(text)
+(parsed,) = parser(text)
 assert not any(name.split(".")[0] in ("hf_structure", "nltk") for name in sys.modules)
 print(json.dumps({"model": parses, "pipeline": parsed, "model_class": type(model).__name__,
                   "model_module": type(model).__module__, "pipeline_module": type(parser).__module__,

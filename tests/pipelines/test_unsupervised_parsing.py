@@ -54,9 +54,9 @@ def check_result(result, words=None):
 
 
 def test_single_string(parser):
-    result = parser(TEXT)
-    assert isinstance(result, dict)
-    check_result(result, ptb_tokens(TEXT))
+    results = parser(TEXT)
+    assert isinstance(results, list) and len(results) == 1  # one sentence
+    check_result(results[0], ptb_tokens(TEXT))
 
 
 def test_batches_equal_one_by_one(parser):
@@ -64,7 +64,7 @@ def test_batches_equal_one_by_one(parser):
     for batch_size in (1, 3):  # 3: a full batch of 3, then a batch of 1
         results = parser(SENTENCES, batch_size=batch_size)
         assert isinstance(results, list) and results == one_by_one
-    for result, sentence in zip(one_by_one, SENTENCES):
+    for (result,), sentence in zip(one_by_one, SENTENCES):
         check_result(result, ptb_tokens(sentence))
 
 
@@ -87,14 +87,14 @@ def test_a_batched_call_parses_in_batches_of_similar_length_and_answers_in_input
 def test_structures_option_returns_only_what_is_asked_and_skips_the_rest(parser, monkeypatch):
     import sys
 
-    full = parser(SENTENCES, batch_size=2)
-    trees = parser(SENTENCES, batch_size=2, structures="constituency")
-    heads = parser(SENTENCES, batch_size=2, structures=["dependency"])
+    full = [result for (result,) in parser(SENTENCES, batch_size=2)]
+    trees = [result for (result,) in parser(SENTENCES, batch_size=2, structures="constituency")]
+    heads = [result for (result,) in parser(SENTENCES, batch_size=2, structures=["dependency"])]
     assert all("heads" not in r and "deprels" not in r for r in trees)
     assert [(r["words"], r["tree"], r["spans"]) for r in trees] == [(r["words"], r["tree"], r["spans"]) for r in full]
     assert all("tree" not in r and "spans" not in r for r in heads)
     assert [(r["words"], r["heads"]) for r in heads] == [(r["words"], r["heads"]) for r in full]
-    assert parser(SENTENCES, structures=("dependency", "constituency"), batch_size=2) == full
+    assert parser(SENTENCES, structures=("dependency", "constituency"), batch_size=2) == [[r] for r in full]
 
     # Without dependencies the model never computes p_D, nor decodes heads.
     modeling = sys.modules[type(parser.model).__module__]
@@ -103,7 +103,7 @@ def test_structures_option_returns_only_what_is_asked_and_skips_the_rest(parser,
         raise AssertionError("p_D computed for a constituency-only request")
 
     monkeypatch.setattr(modeling, "dependency_distribution", fail)
-    assert parser(SENTENCES, batch_size=2, structures="constituency") == trees
+    assert parser(SENTENCES, batch_size=2, structures="constituency") == [[r] for r in trees]
 
 
 def test_structures_option_errors(parser):
@@ -117,7 +117,7 @@ def test_structures_option_errors(parser):
 def test_batched_scores_match(parser):
     alone = [parser(sentence, return_scores=True) for sentence in SENTENCES]
     batched = parser(SENTENCES, batch_size=3, return_scores=True)
-    for a, b in zip(alone, batched):
+    for (a,), (b,) in zip(alone, batched):
         assert a["scores"]["distances"] == pytest.approx(b["scores"]["distances"], abs=1e-5)
         assert a["scores"]["heights"] == pytest.approx(b["scores"]["heights"], abs=1e-5)
 
@@ -126,7 +126,8 @@ def test_pretokenized_single_sentence(parser):
     result = parser(WORDS[1], is_split_into_words=True)
     assert isinstance(result, dict)
     check_result(result, WORDS[1])
-    assert result == parser(" ".join(WORDS[1]))  # no punctuation: raw text tokenises to the same words
+    (from_text,) = parser(" ".join(WORDS[1]))  # no punctuation: raw text tokenises to the same words
+    assert {key: value for key, value in from_text.items() if key not in ("offsets", "text")} == result
 
 
 def test_list_of_word_lists(parser):
@@ -175,7 +176,7 @@ def content_positions(words):
 
 @pytest.mark.parametrize("text", [TEXT, "The dog, old and tired, sat on the bench.", '" Hello , world ! "'])
 def test_punctuation_kept_and_attached_by_the_rule(parser, text):
-    result = parser(text)
+    (result,) = parser(text)
     words, heads, spans = result["words"], result["heads"], result["spans"]
     assert words == ptb_tokens(text)
     n, content = len(words), content_positions(words)
@@ -198,8 +199,8 @@ def test_punctuation_kept_and_attached_by_the_rule(parser, text):
 
 @pytest.mark.parametrize("text", [TEXT, "The dog, old and tired, sat on the bench.", '" Hello , world ! "'])
 def test_without_punctuation_same_parse_over_content_words(parser, text):
-    kept = parser(text)
-    dropped = parser(text, keep_punctuation=False)
+    (kept,) = parser(text)
+    (dropped,) = parser(text, keep_punctuation=False)
     position = content_positions(kept["words"])
     assert dropped["words"] == [kept["words"][i] for i in position]
     assert content_positions(dropped["words"]) == list(range(len(dropped["words"])))  # no punctuation left
@@ -210,7 +211,9 @@ def test_without_punctuation_same_parse_over_content_words(parser, text):
     mapped = {(position[s], position[e - 1] + 1) for s, e in dropped["spans"][1:]}
     assert {tuple(span) for span in kept["spans"][1:]} == mapped - {(position[0], position[-1] + 1)}
     # The model saw the same words as when given them pre-tokenized.
-    assert parser(dropped["words"], is_split_into_words=True) == dropped
+    assert parser(dropped["words"], is_split_into_words=True) == {
+        key: value for key, value in dropped.items() if key not in ("offsets", "text")
+    }
 
 
 def test_pretokenized_punctuation_is_kept_as_given(parser):
@@ -229,13 +232,13 @@ def test_pretokenized_punctuation_is_kept_as_given(parser):
 
 def test_return_scores_over_content_words(parser):
     for keep in (True, False):
-        result = parser("The dog, old and tired, sat on the bench.", return_scores=True, keep_punctuation=keep)
+        (result,) = parser("The dog, old and tired, sat on the bench.", return_scores=True, keep_punctuation=keep)
         n = len(content_positions(result["words"])) if keep else len(result["words"])
         assert n == 9
         scores = result["scores"]
         assert len(scores["distances"]) == n - 1 and len(scores["heights"]) == n
         assert all(isinstance(value, float) for value in scores["distances"] + scores["heights"])
-    single = parser("Hello", return_scores=True)["scores"]
+    single = parser("Hello", return_scores=True)[0]["scores"]
     assert single["distances"] == [] and len(single["heights"]) == 1
 
 
@@ -244,7 +247,7 @@ def test_spans_make_an_nltk_tree(parser):
 
     from hf_structure.structs.trees import spans_to_nltk_tree
 
-    result = parser(TEXT)
+    (result,) = parser(TEXT)
     tree = spans_to_nltk_tree(result["words"], result["spans"])
     assert isinstance(tree, nltk.Tree)
     assert tree.leaves() == result["words"]
@@ -263,7 +266,7 @@ def test_spans_make_an_nltk_tree(parser):
 
 
 def test_results_are_json_serialisable(parser):
-    for result in [parser(TEXT, return_scores=True), *parser(SENTENCES), parser(WORDS[0], is_split_into_words=True)]:
+    for result in [parser(TEXT, return_scores=True), parser(SENTENCES), parser(WORDS[0], is_split_into_words=True)]:
         assert json.loads(json.dumps(result)) == result
 
 
@@ -294,7 +297,7 @@ def test_sentence_at_the_length_limit(parser):
         (" ".join(["the"] * (LIMIT + 1)), {}, ValueError, f"{LIMIT + 1} words; this model parses at most {LIMIT}"),
         ([], {}, ValueError, "no sentence to parse: the input list is empty"),
         ([["A", "dog"], "Cats"], {}, TypeError, "sentence 1: a batch must be all strings or all word lists"),
-        (["Cats", ["A", "dog"]], {}, TypeError, "sentence 1: a batch must be all strings or all word lists"),
+        (["Cats", ["A", "dog"]], {}, TypeError, "item 1: a batch must be all strings or all word lists"),
         ("the old\x00man", {}, ValueError, "control character"),
         (["the", "old\x00man"], {"is_split_into_words": True}, ValueError, "word 1 .* contains a control character"),
     ],
@@ -343,10 +346,10 @@ def test_the_one_scan_check_rejects_exactly_what_the_word_loop_rejects():
 @pytest.mark.parametrize(
     "batch, message",
     [
-        (["a dog ran", "", "the man"], "sentence 1: empty or whitespace-only"),
-        (["a dog ran", ". ,"], "sentence 1: no word besides punctuation"),
-        (["a dog ran", " ".join(["dog"] * (LIMIT + 1))], f"sentence 1: .*at most {LIMIT}"),
-        (["a dog ran", None], "sentence 1: expected a string, got NoneType"),
+        (["a dog ran", "", "the man"], "^item 1: empty or whitespace-only"),
+        (["a dog ran", ". ,"], "^item 1, sentence 0: no word besides punctuation"),
+        (["a dog ran", " ".join(["dog"] * (LIMIT + 1))], f"^item 1, sentence 0: .*at most {LIMIT}"),
+        (["a dog ran", None], "^item 1: expected a string, got NoneType"),
         ([["a", "dog"], ["a", ""]], r"sentence 1: word 1 \(''\)"),
     ],
     ids=["empty", "punctuation-only", "too-long", "none", "empty-word"],
@@ -362,12 +365,12 @@ def test_heads_are_a_tree_unless_the_argmax_rule_is_asked_for(parser):
     sentences = [f"the old man sat on the bench {'and ran ' * k}." for k in range(5)]
     for method in (None, "eisner", "chu-liu-edmonds"):
         options = {"head_decoding": method} if method else {}
-        for result in parser(sentences, batch_size=3, **options):
+        for (result,) in parser(sentences, batch_size=3, **options):
             check_heads(result["heads"])
             if method == "eisner":
                 assert is_projective(result["heads"])
     per_word = parser(sentences, batch_size=3, head_decoding="argmax")
-    assert all(result["heads"].count(0) == 1 for result in per_word)  # the highest word is the root in every rule
+    assert all(result["heads"].count(0) == 1 for (result,) in per_word)  # the highest word is the root in every rule
     with pytest.raises(UnsupportedOptionError, match="does not take head_decoding='greedy'"):
         parser(TEXT, head_decoding="greedy")
 

@@ -22,21 +22,16 @@ attached to the root word and lying inside the smallest constituent that contain
 `"keep"` (the default: the model sees every word). This pipeline only applies that policy.
 
 The pipeline's file travels with a pushed model folder, so it imports only transformers and its sibling
-`word_tokenization.py` (raw text is split PTB-style with `re`, no nltk).
+`word_tokenization.py` (raw text is split into sentences and PTB-style words with `re`, no nltk).
 """
 
-import contextlib
-import math
-import os
 import re
-import time
 import unicodedata
 from typing import NamedTuple
 
-import torch
 from transformers import Pipeline
 
-from .word_tokenization import word_tokenize
+from .word_tokenization import sentence_offsets, tokenize_with_offsets
 
 
 # Copied from hf_structure.structs.trees.escape_brackets
@@ -58,104 +53,6 @@ def spans_to_bracketed(words, spans) -> str:
             closes[end - 1] = closes.get(end - 1, 0) + 1
     tokens = ["(" * opens.get(i, 0) + escape_brackets(word) + ")" * closes.get(i, 0) for i, word in enumerate(words)]
     return "(" + " ".join(tokens) + ")"
-
-
-# Copied from hf_structure.threads.check_num_threads
-def check_num_threads(num_threads) -> int:
-    """`num_threads` when it is a whole number of at least 1, else a ValueError saying what it got."""
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a whole number of at least 1, got {num_threads!r}")
-    return num_threads
-
-
-# Copied from hf_structure.threads.LOAD_MEASUREMENT_SECONDS
-# How long a measurement of the other processes' load is reused before it is taken again.
-LOAD_MEASUREMENT_SECONDS = 60.0
-
-
-# Copied from hf_structure.threads._measured_load
-_measured_load: list = []  # [(monotonic time, usable cores, cores busy with other processes)], the last one only
-
-
-# Copied from hf_structure.threads.TAKEN_CORE_SHARE
-# A core counts as taken when other processes use more than this share of it: a thread too many costs far more (5-10x
-# on a 2-core machine) than a thread too few (at most 2x there).
-TAKEN_CORE_SHARE = 0.25
-
-
-# Copied from hf_structure.threads.usable_cores
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-# Copied from hf_structure.threads.default_num_threads
-def default_num_threads(usable_cores: int, busy_cores: float, current_threads: int) -> int:
-    """The threads a parse uses when none are asked for: one per usable core that other processes leave free
-    (`busy_cores` of them are busy; a part of a core over TAKEN_CORE_SHARE counts as a whole one), at least 1, at
-    most `current_threads` (the caller's `torch.get_num_threads()`: torch's default unless the caller or
-    OMP_NUM_THREADS changed it)."""
-    free_cores = math.floor(usable_cores - busy_cores + TAKEN_CORE_SHARE)
-    return max(1, min(current_threads, free_cores))
-
-
-# Copied from hf_structure.threads._cpu_ticks
-def _cpu_ticks() -> tuple[int, int]:
-    """All CPUs' (total, idle) time since boot from Linux's /proc/stat, in clock ticks."""
-    with open("/proc/stat") as stat:
-        # user nice system idle iowait irq softirq steal (guest time is already counted in user and nice)
-        values = [int(value) for value in stat.readline().split()[1:9]]
-    return sum(values), values[3] + values[4]
-
-
-# Copied from hf_structure.threads.busy_cores_of_others
-def busy_cores_of_others(interval: float = 0.1) -> float:
-    """How many cores other processes kept busy over the next `interval` seconds, while this one waits: the busy
-    share of /proc/stat's CPU time, times the CPU count, less this process's own CPU time (its threads may still be
-    finishing their last task). Where /proc/stat cannot be read (not Linux), the one-minute load average, or 0."""
-    try:
-        total_before, idle_before = _cpu_ticks()
-        own_before, start = time.process_time(), time.monotonic()
-        time.sleep(interval)
-        total_after, idle_after = _cpu_ticks()
-        own_seconds, seconds = time.process_time() - own_before, time.monotonic() - start
-    except (OSError, ValueError, IndexError):
-        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    ticks = total_after - total_before
-    if ticks <= 0:
-        return 0.0
-    busy_share = (ticks - (idle_after - idle_before)) / ticks
-    return max(0.0, busy_share * (os.cpu_count() or 1) - own_seconds / seconds)
-
-
-# Copied from hf_structure.threads.automatic_num_threads
-def automatic_num_threads() -> int:
-    """`default_num_threads` for this machine now: the other processes' load is measured (0.1 s) the first time and
-    again when the last measurement is older than LOAD_MEASUREMENT_SECONDS."""
-    now = time.monotonic()
-    if not _measured_load or now - _measured_load[0][0] > LOAD_MEASUREMENT_SECONDS:
-        _measured_load[:] = [(now, usable_cores(), busy_cores_of_others())]
-    _, cores, busy = _measured_load[0]
-    return default_num_threads(cores, busy, torch.get_num_threads())
-
-
-# Copied from hf_structure.threads.parsing_threads
-@contextlib.contextmanager
-def parsing_threads(num_threads: int | None = None):
-    """torch's intra-op thread count inside the block: `num_threads`, or `automatic_num_threads()` when None; the
-    caller's count is restored after, so a global setting is never changed behind the caller's back. Yields the
-    count used."""
-    threads = automatic_num_threads() if num_threads is None else check_num_threads(num_threads)
-    previous = torch.get_num_threads()
-    if threads != previous:
-        torch.set_num_threads(threads)
-    try:
-        yield threads
-    finally:
-        if torch.get_num_threads() != previous:
-            torch.set_num_threads(previous)
 
 
 # The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
@@ -252,8 +149,10 @@ def check_words(words, item: str = "sentence") -> list[str]:
     return list(words)
 
 
-def split_text(text, item: str = "sentence") -> list[str]:
-    """The words of raw text (PTB-style), or a SentenceError naming the item."""
+def split_text(text, item: str = "the text", split_sentences: bool = True) -> list[tuple[list[str], list, str]]:
+    """The sentences of raw text (`sentence_offsets`; the whole text as one with `split_sentences=False`), each as
+    its PTB-style words, their `[start, end]` character offsets in `text` and its own text; or a SentenceError naming
+    the item."""
     if not isinstance(text, str):
         raise TypeError(f"{item}: expected a string, got {type(text).__name__}")
     if not text.strip():
@@ -261,7 +160,15 @@ def split_text(text, item: str = "sentence") -> list[str]:
     control = next((c for c in text if unicodedata.category(c) == "Cc" and not c.isspace()), None)
     if control is not None:
         raise SentenceError(f"{item}: the text contains the control character {control!r}")
-    return word_tokenize(text)
+    if split_sentences:
+        spans = sentence_offsets(text)
+    else:
+        spans = [(len(text) - len(text.lstrip()), len(text.rstrip()))]
+    sentences = []
+    for start, end in spans:
+        words, offsets = tokenize_with_offsets(text[start:end])
+        sentences.append((words, [[start + first, start + last] for first, last in offsets], text[start:end]))
+    return sentences
 
 
 class UnsupervisedParsingPipeline(Pipeline):
@@ -269,17 +176,18 @@ class UnsupervisedParsingPipeline(Pipeline):
 
     Inputs: a string, a list of strings, a list of words with `is_split_into_words=True`, a list of word lists,
     or a `datasets.Dataset` / generator (use `KeyDataset` for a column). A batch mixing strings and word lists is
-    rejected. Each output is a dict with `words` (the input words, or the PTB-style split of the text) and what the
-    model gives: `tree` (bracketed, brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
+    rejected. A string is raw text: split into sentences (`split_sentences=False`: the whole string is one) and
+    PTB-style words, it gives a LIST of parses, one per sentence, in order (a list of strings: a list of such lists);
+    each also holds `offsets` (`[start, end]` of each word in the string; for a '"' written as `` or '' the '"')
+    and `text` (the sentence's own text in the string). A word list gives one parse. Each parse is a dict with
+    `words` (the input words, or the PTB-style split of the text) and what the model gives: `tree` (bracketed,
+    brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
     `[start, end)`, two or more words, whole sentence first) for constituents; `heads` (1-based, 0 = root) and
     `deprels` for dependencies. Options: `structures` (`"constituency"`,
     `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
     skips it; default: all the model gives), `keep_punctuation=False` (drop
     re-attached punctuation from the output: models with `punctuation_policy="reattach"` only), `return_scores=True`
-    (the model's extras under `scores`, where its parses have them), `num_threads` (torch's CPU threads for the
-    model's parse, at construction or per call; the caller's `torch.get_num_threads()` is restored after; default:
-    one per core that other processes leave free, at most the caller's count: see `default_num_threads`). Any other
-    option is the model's and goes to its
+    (the model's extras under `scores`, where its parses have them). Any other option is the model's and goes to its
     `parse`, e.g.
     `head_decoding` for models that decode heads from arc scores (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`;
     default: the model's config). An option the model does not take (see `accepted_options`), or a value it does not
@@ -296,10 +204,10 @@ class UnsupervisedParsingPipeline(Pipeline):
     def _sanitize_parameters(
         self,
         is_split_into_words=None,
+        split_sentences=None,
         keep_punctuation=None,
         return_scores=None,
         structures=None,
-        num_threads=None,
         **parse_options,
     ):
         check_options(
@@ -314,12 +222,14 @@ class UnsupervisedParsingPipeline(Pipeline):
             postprocess["structures"] = tuple(structures)
         if is_split_into_words is not None:
             preprocess["is_split_into_words"] = is_split_into_words
+        if split_sentences is not None:
+            if not isinstance(split_sentences, bool):
+                raise TypeError(f"split_sentences must be True or False, got {split_sentences!r}")
+            preprocess["split_sentences"] = split_sentences
         # The model's own options (None: its default), and `structures` where its `parse` can skip the others' work.
         model_options = {"structures": structures, **parse_options}
         takes = getattr(self.model, "parse_options", {})
         forward.update((name, value) for name, value in model_options.items() if value is not None and name in takes)
-        if num_threads is not None:
-            forward["num_threads"] = check_num_threads(num_threads)
         if keep_punctuation is not None:
             postprocess["keep_punctuation"] = keep_punctuation
         if return_scores is not None:
@@ -328,9 +238,11 @@ class UnsupervisedParsingPipeline(Pipeline):
 
     def __call__(self, inputs, **kwargs):
         split = bool(kwargs.get("is_split_into_words"))
+        split_sentences = kwargs.get("split_sentences", self._preprocess_params.get("split_sentences", True))
         if isinstance(inputs, str):
-            self.sentence_words(inputs, split, "the sentence")
-            return super().__call__(inputs, **kwargs)
+            if split:
+                check_words(inputs, "the sentence")  # the TypeError for a string given as words
+            return self.parse_sentences(self.sentences(inputs, split_sentences=split_sentences), kwargs)
         if inputs is None or isinstance(inputs, (int, float, bytes, dict)):
             raise TypeError(f"expected a string, a list of words or a batch of them, got {type(inputs).__name__}")
         if not isinstance(inputs, (list, tuple)):
@@ -341,34 +253,57 @@ class UnsupervisedParsingPipeline(Pipeline):
         single = split and not any(isinstance(item, (list, tuple)) for item in inputs)
         batch = [inputs] if single else list(inputs)
         as_words = single or isinstance(batch[0], (list, tuple))
-        checked = []
+        kind = "sentence" if as_words else "item"
+        groups = []
         for index, item in enumerate(batch):
             if isinstance(item, (list, tuple)) != as_words:
                 first = "word lists" if as_words else "strings"
                 raise TypeError(
-                    f"sentence {index}: a batch must be all strings or all word lists; item 0 makes it "
+                    f"{kind} {index}: a batch must be all strings or all word lists; item 0 makes it "
                     f"{first}, item {index} is a {type(item).__name__}"
                 )
             # Checked (and split) once here; preprocess takes the result as it is.
-            checked.append(
-                _Sentence(*self.sentence_words(item, as_words, "the sentence" if single else f"sentence {index}"))
-            )
-        batch = checked
-        lengths = [len(sentence.seen) for sentence in batch]
-        if (kwargs.get("batch_size") or self._batch_size or 1) == 1:
-            outputs = super().__call__(batch, **kwargs)
+            name = "the sentence" if single else f"{kind} {index}"
+            groups.append(self.sentences(item, as_words, name, split_sentences))
+        # The sentences of every item are parsed together, in batches of similar lengths across items.
+        parses = iter(self.parse_sentences([sentence for group in groups for sentence in group], kwargs))
+        if as_words:
+            outputs = [next(parses) for _ in groups]
             return outputs[0] if single else outputs
-        # Batches of similar lengths pad less; a parse does not depend on its batch-mates, so only the order changes.
-        order = sorted(range(len(batch)), key=lengths.__getitem__)
-        outputs = [None] * len(batch)
-        for position, output in zip(order, super().__call__([batch[i] for i in order], **kwargs)):
-            outputs[position] = output
-        return outputs[0] if single else outputs
+        return [[next(parses) for _ in group] for group in groups]
 
-    def sentence_words(self, item, is_split_into_words=False, name="sentence") -> tuple[list[str], list[int]]:
-        """One sentence's words and the indices of those the model sees (its punctuation policy applied); a
-        SentenceError (a ValueError) or TypeError naming `name` when it cannot be parsed."""
-        words = check_words(item, name) if is_split_into_words or isinstance(item, list) else split_text(item, name)
+    def parse_sentences(self, sentences: list["_Sentence"], kwargs: dict) -> list[dict]:
+        """One result per checked sentence, in order."""
+        if (kwargs.get("batch_size") or self._batch_size or 1) == 1:
+            return super().__call__(sentences, **kwargs)
+        # Batches of similar lengths pad less; a parse does not depend on its batch-mates, so only the order changes.
+        order = sorted(range(len(sentences)), key=lambda index: len(sentences[index].seen))
+        outputs = [None] * len(sentences)
+        for position, output in zip(order, super().__call__([sentences[i] for i in order], **kwargs)):
+            outputs[position] = output
+        return outputs
+
+    def sentences(self, item, is_split_into_words=False, name=None, split_sentences=True) -> list["_Sentence"]:
+        """The sentences of one input (a word list: one; a text: those of `split_text`), each with the indices of the
+        words the model sees (its punctuation policy applied); a SentenceError (a ValueError) or TypeError naming the
+        input (`name`; None: "the text" or "the sentence" of a single input) and, within a text, the sentence."""
+        if is_split_into_words or isinstance(item, (list, tuple)):
+            name = name or "the sentence"
+            return [self.checked_sentence(check_words(item, name), name)]
+        sentences = split_text(item, name or "the text", split_sentences)
+        if split_sentences:  # a sentence is named by its index in the text's results
+            names = [f"{name}, sentence {index}" if name else f"sentence {index}" for index in range(len(sentences))]
+        else:
+            names = [name or "the text"]
+        return [
+            self.checked_sentence(words, sentence_name, offsets, text)
+            for sentence_name, (words, offsets, text) in zip(names, sentences)
+        ]
+
+    def checked_sentence(self, words, name, offsets=None, text=None) -> "_Sentence":
+        """`words` with the indices of those the model sees, or a SentenceError naming the sentence (`name`) when the
+        model cannot parse it (punctuation only, longer than `max_parse_words`, or what the model's
+        `parse_length_error` finds too long)."""
         if getattr(self.model.config, "punctuation_policy", "keep") == "reattach":
             seen = [i for i, word in enumerate(words) if not is_punctuation(word)]
             if not seen:
@@ -381,44 +316,59 @@ class UnsupervisedParsingPipeline(Pipeline):
         length_error = getattr(self.model, "parse_length_error", None)  # a limit in word pieces, say
         if length_error is not None and (message := length_error([words[i] for i in seen], self.tokenizer)):
             raise SentenceError(f"{name}: {message}")
-        return words, seen
+        return _Sentence(words, seen, offsets, text)
 
-    def preprocess(self, sentence, is_split_into_words=False):
-        if isinstance(sentence, _Sentence):
-            words, seen = sentence
-        else:  # an item of a Dataset or generator
-            words, seen = self.sentence_words(sentence, is_split_into_words)
-        return {"sentence": {"words": words, "seen": seen}}
+    def preprocess(self, item, is_split_into_words=False, split_sentences=True):
+        # A model input is a group of sentences, parsed in one batch: one sentence checked by `__call__`, or the
+        # sentences of an item of a Dataset or generator (a list of results for a text, one result for a word list).
+        if isinstance(item, _Sentence):
+            return {"group": {"sentences": [item._asdict()], "as_list": False}}
+        sentences = self.sentences(item, is_split_into_words, split_sentences=split_sentences)
+        as_list = not (is_split_into_words or isinstance(item, (list, tuple)))
+        return {"group": {"sentences": [sentence._asdict() for sentence in sentences], "as_list": as_list}}
 
-    def forward(self, model_inputs, num_threads=None, **forward_params):
+    def forward(self, model_inputs, **forward_params):
         # Words in, plain Python parses out (the parsing contract): nothing moves between devices, so the base class's
         # walk over every list of every parse in search of tensors (a tenth of a batched call's time) is skipped.
-        with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads):
+        with self.device_placement(), self.get_inference_context()():
             return self._forward(model_inputs, **forward_params)
 
     def _forward(self, model_inputs, **parse_options):
-        sentences = model_inputs["sentence"]
-        batched = isinstance(sentences, list)
-        sentences = sentences if batched else [sentences]
-        parses = self.model.parse(
-            [[s["words"][i] for i in s["seen"]] for s in sentences], self.tokenizer, **parse_options
+        groups = model_inputs["group"]
+        batched = isinstance(groups, list)
+        groups = groups if batched else [groups]
+        sentences = [sentence for group in groups for sentence in group["sentences"]]
+        parses = iter(
+            self.model.parse([[s["words"][i] for i in s["seen"]] for s in sentences], self.tokenizer, **parse_options)
         )
+        parses = [[next(parses) for _ in group["sentences"]] for group in groups]
         if not batched:
-            return {"parse": parses[0], "sentence": sentences[0]}
-        return {"parse": parses, "sentence": sentences}
+            return {"parses": parses[0], "group": groups[0]}
+        return {"parses": parses, "group": groups}
 
-    def postprocess(
-        self, model_outputs, keep_punctuation=True, return_scores=False, structures=None
-    ):
-        parse, sentence = model_outputs["parse"], model_outputs["sentence"]
+    def postprocess(self, model_outputs, keep_punctuation=True, return_scores=False, structures=None):
+        group = model_outputs["group"]
+        results = [
+            self.sentence_result(parse, sentence, keep_punctuation, return_scores, structures)
+            for parse, sentence in zip(model_outputs["parses"], group["sentences"])
+        ]
+        return results if group["as_list"] else results[0]
+
+    def sentence_result(self, parse, sentence, keep_punctuation=True, return_scores=False, structures=None) -> dict:
+        """One sentence's result: the model's parse over the words it saw, mapped back onto the sentence's words."""
         if structures is not None:  # each one the model gives (`check_options`)
             dropped = {key for name, keys in STRUCTURES.items() if name not in structures for key in keys}
             parse = {key: value for key, value in parse.items() if key not in dropped}
         if keep_punctuation:
-            words, position = sentence["words"], sentence["seen"]  # position[k]: index in words of the k-th seen
+            kept = range(len(sentence["words"]))
+            position = sentence["seen"]  # position[k]: index in words of the k-th seen
         else:
-            words, position = [sentence["words"][i] for i in sentence["seen"]], list(range(len(sentence["seen"])))
+            kept, position = sentence["seen"], list(range(len(sentence["seen"])))
+        words = [sentence["words"][i] for i in kept]
         result = {"words": words}
+        if sentence["offsets"] is not None:
+            result["offsets"] = [sentence["offsets"][i] for i in kept]
+            result["text"] = sentence["text"]
         if "spans" in parse:
             # A constituent over seen words s..e-1 covers every word between its first and last; the root all.
             spans = {(position[s], position[e - 1] + 1) for s, e in parse["spans"] if e - s > 1}
@@ -443,7 +393,10 @@ class UnsupervisedParsingPipeline(Pipeline):
 
 
 class _Sentence(NamedTuple):
-    """A sentence already checked by `__call__`: its words and the indices of those the model sees."""
+    """A checked sentence: its words, the indices of those the model sees, and for raw text the words' `[start, end]`
+    offsets in the input string and the sentence's own text."""
 
     words: list[str]
     seen: list[int]
+    offsets: list[list[int]] | None = None
+    text: str | None = None

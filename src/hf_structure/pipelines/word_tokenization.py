@@ -84,3 +84,145 @@ def word_tokenize(text: str) -> list[str]:
     for pattern in _FUSED_WORDS:
         text = pattern.sub(r" \1 \2 ", text)
     return text.split()
+
+
+# -- Typographic punctuation ----------------------------------------------------------------------------------------
+# What the rules above see in place of each typographic character, so that it splits as its ASCII form does; the
+# words keep the original characters. A form longer than one character is padded with spaces, so that it is always a
+# token of its own and no token holds part of it.
+_ASCII_FORMS = {
+    **dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a", '"'),  # “ ” „ ‟ « » ‹ ›: always split off
+    **dict.fromkeys("\u2019\u201b\u02bc", "'"),  # ’ ‛ ʼ: apostrophes (don’t, John’s) and closing single quotes
+    "\u2018": " ` ",  # ‘ opens a quotation (ASCII ` would stay attached to the next word)
+    "\u2026": " ... ",  # …
+    "\u2014": " -- ",  # — (em dash)
+    "\u2015": " -- ",  # ― (horizontal bar)
+    "\u2013": "-",  # – (en dash): inside a word as a hyphen (1990–95), a token of its own between spaces
+    # Fullwidth ASCII (！ ？ ， ．...: U+FF01-U+FF5E) is its ASCII form.
+    **{chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)},
+}
+_TYPOGRAPHIC = re.compile(f"[{re.escape(''.join(_ASCII_FORMS))}]")
+
+
+def _ascii_copy(text: str) -> tuple[str, list[int]]:
+    """`text` with each typographic character in its ASCII form, and for each character of the copy the index of the
+    character of `text` it comes from."""
+    if not _TYPOGRAPHIC.search(text):
+        return text, list(range(len(text)))
+    pieces, origin = [], []
+    for index, character in enumerate(text):
+        form = _ASCII_FORMS.get(character, character)
+        pieces.append(form)
+        origin.extend([index] * len(form))
+    return "".join(pieces), origin
+
+
+def tokenize_with_offsets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """The PTB words of `text` (as `word_tokenize` gives them for ASCII text), and the `[start, end)` character
+    offsets of each in `text`.
+
+    `text[start:end]` is the word itself, except for the `` and '' that an ASCII '"' becomes. Typographic punctuation
+    (“ ” ‘ ’ „ « » ‹ › … – — and fullwidth ！ ？ ...) splits as its ASCII form does and stays as it is written:
+    `“Quotes” don’t` gives `“`, `Quotes`, `”`, `do`, `n’t`.
+
+    >>> tokenize_with_offsets('He said "no."')
+    (['He', 'said', '``', 'no', '.', "''"], [(0, 2), (3, 7), (8, 9), (9, 11), (11, 12), (12, 13)])
+    """
+    copy, origin = _ascii_copy(text)
+    words, offsets = [], []
+    position = 0
+    for token in word_tokenize(copy):
+        # The rules only add spaces and write '"' (or '' after a space) as `` or '': tokens appear in order.
+        while copy[position].isspace():
+            position += 1
+        if copy.startswith(token, position):
+            length = len(token)
+        elif token in ("``", "''") and copy[position] == '"':
+            length = 1
+        else:  # '' written as `` after a space (or the other way round)
+            length = 2
+        start, end = origin[position], origin[position + length - 1] + 1
+        words.append(token if text[start:end] == copy[position : position + length] else text[start:end])
+        offsets.append((start, end))
+        position += length
+    return words, offsets
+
+
+# -- Sentences ------------------------------------------------------------------------------------------------------
+# A run of these may end a sentence (. ! ? … ！ ？ ‼ ⁇ ⁈ ⁉ and runs such as ?! or ...), and the closing quotes and
+# brackets right after it belong to the sentence it ends.
+_TERMINATORS = ".!?\u2026\uff01\uff1f\u203c\u2047\u2048\u2049"
+_CLOSERS = "\"')\\]}\u201d\u2019\u00bb\u203a"
+# Opening quotes and brackets before the first letter of the next sentence.
+_OPENERS = "\"'(\\[{\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1`"
+# A word (from the previous whitespace), the terminators ending it, closers; then whitespace or the end.
+_CANDIDATE_END = re.compile(rf"(?<!\S)(\S*?)([{_TERMINATORS}]+)([{_CLOSERS}]*)(?=\s|$)")
+# A blank line (two newlines with only other whitespace between) always ends a sentence.
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n\s*")
+_NEXT_WORD = re.compile(rf"\s*[{_OPENERS}]*(\S?)")
+_HAS_WORD_CHARACTER = re.compile(r"\w")
+
+# Words whose period does not end a sentence (lower case, without the final period): titles and other abbreviations
+# usually followed by a capitalised name or word. Dotted abbreviations (U.S., e.g., a.m.) are recognised by their
+# form. Single capital letters (initials: J. Smith) count too, except "I".
+ABBREVIATIONS = frozenset(
+    "mr mrs ms mx dr prof sr jr st mt rev hon gen col capt lt sgt cpl adm gov sen rep pres supt insp "
+    "messrs mme mlle inc corp ltd co bros vs etc al approx dept univ assn ave blvd rd ft "
+    "no nos vol vols fig figs ch sec pp p ed eds est jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+_DOTTED_ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
+
+
+def _ends_sentence(text: str, match: re.Match, paragraph_end: int) -> bool:
+    """Whether the candidate `match` of `_CANDIDATE_END` ends a sentence (in a paragraph ending at `paragraph_end`)."""
+    word, terminators, _ = match.groups()
+    following = _NEXT_WORD.match(text, match.end(), paragraph_end).group(1)
+    if not following:
+        return True
+    if following.islower() or (terminators == "." and following.isdigit()):
+        return False
+    if terminators != ".":
+        return True
+    word = word.lstrip(_OPENERS)
+    initial = len(word) == 1 and word.isupper() and word != "I"
+    return not (initial or word.lower() in ABBREVIATIONS or _DOTTED_ABBREVIATION.fullmatch(word))
+
+
+def sentence_offsets(text: str) -> list[tuple[int, int]]:
+    """The `[start, end)` character offsets of the sentences of `text`, in order, without surrounding whitespace.
+
+    Rule-based, for English. A sentence ends at a run of . ! ? … (also ?!, ..., !!, fullwidth ！ ？), with the closing
+    quotes and brackets right after it, when whitespace and then a word that does not start with a lowercase letter
+    follow (a digit too, after a period), and not after a period ending a known abbreviation (Mr. Dr. Inc. etc. vs.
+    ...: `ABBREVIATIONS`), a dotted one (U.S. e.g. a.m.) or an initial (J. Smith). A blank line always ends one; a
+    single newline is a space. A piece without a letter or digit (a stray "..." or "--") joins the sentence before it.
+
+    Not handled: a sentence ending in an abbreviation, an initial or "No."-like words before a capitalised word is
+    not split there (U.S. He left), nor is one followed by a lowercase start (web text: "thanks. i will"); a
+    terminator with no space after it (end.Next) ends nothing; no list markers, headings or emoticons are recognised.
+    """
+    ends = []
+    paragraph_start = 0
+    for paragraph_end, next_start in [(m.start(), m.end()) for m in _BLANK_LINE.finditer(text)] + [(len(text),) * 2]:
+        ends.extend(
+            match.end()
+            for match in _CANDIDATE_END.finditer(text, paragraph_start, paragraph_end)
+            if _ends_sentence(text, match, paragraph_end)
+        )
+        ends.append(paragraph_end)
+        paragraph_start = next_start
+    spans, start = [], 0
+    for end in ends:
+        piece = text[start:end]
+        stripped_start = start + len(piece) - len(piece.lstrip())
+        stripped_end = start + len(piece.rstrip())
+        start = end
+        if stripped_start >= stripped_end:
+            continue
+        if spans and not _HAS_WORD_CHARACTER.search(text, stripped_start, stripped_end):
+            spans[-1] = (spans[-1][0], stripped_end)
+        elif spans and not _HAS_WORD_CHARACTER.search(text, *spans[-1]):
+            spans[-1] = (spans[-1][0], stripped_end)
+        else:
+            spans.append((stripped_start, stripped_end))
+    return spans

@@ -169,9 +169,9 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     parse = pipeline("unsupervised-parsing", model=str(folder))
-    result = parse("The dog ran.")  # raw text, split PTB-style; punctuation reaches the parser
+    (result,) = parse("The dog ran.")  # raw text, split PTB-style; punctuation reaches the parser
     assert result["words"] == ["The", "dog", "ran", "."] and heads_are_tree(result["heads"])
-    assert set(result) == {"words", "heads", "deprels"} and len(result["deprels"]) == 4
+    assert set(result) == {"words", "offsets", "text", "heads", "deprels"} and len(result["deprels"]) == 4
     text = parses_to_conllu(parse([["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]], batch_size=2))
     blocks = conllu.parse(text)
     assert [[t["form"] for t in b] for b in blocks] == [["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]]
