@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import hf_structure
 from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_model_path
 
 from tests.helpers.paths import ROOT
@@ -107,6 +108,8 @@ def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
     assert "hf_structure/hub/templates/structformer.md" in names
     assert "hf_structure/checkpoints/structformer-ptb/model.safetensors" in names
     assert "hf_structure/pipelines/word_tokenization.py" in names
+    assert "hf_structure/py.typed" in names
+    assert wheel.name.startswith(f"hf_structure-{hf_structure.__version__}-")  # the version setuptools read
     code = f"""
 import sys
 sys.path = [p for p in sys.path if not p.endswith("src")]

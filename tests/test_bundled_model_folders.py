@@ -41,6 +41,11 @@ def broken_copy(good_folder, tmp_path, breakage: str):
         (folder / "config.json").write_text(json.dumps({**config, "model_type": "no-such-model"}))
         return folder, (f"{folder / 'config.json'}: model type 'no-such-model' is not one hf_structure registers "
                         r"\(.*structformer.*\).*trust_remote_code=True")
+    if breakage == "no-model-type":
+        config = json.loads((folder / "config.json").read_text())
+        del config["model_type"]
+        (folder / "config.json").write_text(json.dumps(config))
+        return folder, f"{folder / 'config.json'}: no model_type"
     if breakage == "no-config":
         (folder / "config.json").unlink()
         return folder, f"{folder} has no config.json"
@@ -50,8 +55,8 @@ def broken_copy(good_folder, tmp_path, breakage: str):
     raise AssertionError(breakage)
 
 
-BREAKAGES = ["no-tokenizer", "no-sentencepiece-tokenizer", "truncated-weights", "unknown-model-type", "no-config",
-             "no-weights"]
+BREAKAGES = ["no-tokenizer", "no-sentencepiece-tokenizer", "truncated-weights", "unknown-model-type", "no-model-type",
+             "no-config", "no-weights"]
 
 
 @pytest.mark.parametrize("breakage", BREAKAGES)
@@ -108,5 +113,5 @@ def test_a_caller_that_gives_its_own_tokenizer_needs_none_in_the_folder(good_fol
     shutil.copytree(good_folder, folder)
     (folder / "tokenizer.json").unlink()
     parser = pipeline(TASK, model=str(folder), tokenizer=AutoTokenizer.from_pretrained(good_folder))
-    assert parser("a dog ran")[0]["words"] == ["a", "dog", "ran"]
+    assert parser(["a", "dog", "ran"], is_split_into_words=True)["words"] == ["a", "dog", "ran"]
 

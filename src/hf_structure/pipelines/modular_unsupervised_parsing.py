@@ -31,6 +31,7 @@ from typing import NamedTuple
 from transformers import Pipeline
 
 from ..structs.trees import spans_to_bracketed
+from ..threads import check_num_threads, parsing_threads
 from .word_tokenization import sentence_offsets, tokenize_with_offsets
 
 # The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
@@ -165,7 +166,10 @@ class UnsupervisedParsingPipeline(Pipeline):
     `"dependency"` or a list of them: only these in the output, and a model that can skip the work for the others
     skips it; default: all the model gives), `keep_punctuation=False` (drop
     re-attached punctuation from the output: models with `punctuation_policy="reattach"` only), `return_scores=True`
-    (the model's extras under `scores`, where its parses have them). Any other option is the model's and goes to its
+    (the model's extras under `scores`, where its parses have them), `num_threads` (torch's CPU threads for the
+    model's parse, at construction or per call; the caller's `torch.get_num_threads()` is restored after; default:
+    one per core that other processes leave free, at most the caller's count: see `default_num_threads`). Any other
+    option is the model's and goes to its
     `parse`, e.g.
     `head_decoding` for models that decode heads from arc scores (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`;
     default: the model's config). An option the model does not take (see `accepted_options`), or a value it does not
@@ -186,6 +190,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         keep_punctuation=None,
         return_scores=None,
         structures=None,
+        num_threads=None,
         **parse_options,
     ):
         check_options(
@@ -208,6 +213,8 @@ class UnsupervisedParsingPipeline(Pipeline):
         model_options = {"structures": structures, **parse_options}
         takes = getattr(self.model, "parse_options", {})
         forward.update((name, value) for name, value in model_options.items() if value is not None and name in takes)
+        if num_threads is not None:
+            forward["num_threads"] = check_num_threads(num_threads)
         if keep_punctuation is not None:
             postprocess["keep_punctuation"] = keep_punctuation
         if return_scores is not None:
@@ -305,10 +312,10 @@ class UnsupervisedParsingPipeline(Pipeline):
         as_list = not (is_split_into_words or isinstance(item, (list, tuple)))
         return {"group": {"sentences": [sentence._asdict() for sentence in sentences], "as_list": as_list}}
 
-    def forward(self, model_inputs, **forward_params):
+    def forward(self, model_inputs, num_threads=None, **forward_params):
         # Words in, plain Python parses out (the parsing contract): nothing moves between devices, so the base class's
         # walk over every list of every parse in search of tensors (a tenth of a batched call's time) is skipped.
-        with self.device_placement(), self.get_inference_context()():
+        with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads):
             return self._forward(model_inputs, **forward_params)
 
     def _forward(self, model_inputs, **parse_options):
