@@ -32,12 +32,11 @@ def _model_path(command: str, name: str) -> str:
 
 def _load(command: str, loader, model_path: str):
     """`loader(model_path)`, or one line naming what could not be loaded: a model folder's problem
-    (`check_model_folder`), or transformers' error for a Hub id or a file it cannot read (folded onto one line)."""
-    from .bundled import ModelFolderError
-
+    (`check_model_folder`), or transformers' error for a Hub id or a file it cannot read (an OSError, or a ValueError
+    such as a Hub model's custom code that the command does not run), folded onto one line."""
     try:
         return loader(model_path)
-    except (ModelFolderError, OSError) as error:
+    except (ValueError, OSError) as error:  # ModelFolderError is a ValueError
         message = " ".join(str(error).split())
         raise _fail(command, message if model_path in message else f"cannot load {model_path}: {message}") from None
 
