@@ -386,3 +386,96 @@ def test_any_option_the_model_takes_goes_to_its_parse(parser, monkeypatch):
     monkeypatch.setattr(parser.model, "parse_options", {"flavour": ("sweet", "sour")})  # what it declares
     assert parser(TEXT, flavour="sweet") == parser(TEXT, flavour=None)
     assert calls == ["sweet", None]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Raw text: one parse per sentence, words with their character offsets
+
+PARAGRAPH = "The old man sat. A dog ran on the bench!\nIt rained (a lot)."
+PARAGRAPH_SENTENCES = ["The old man sat.", "A dog ran on the bench!", "It rained (a lot)."]
+
+
+def check_offsets(result, text):
+    """Each word's offsets point at it in `text` (a '"' for `` and ''), and `text` holds the sentence's own text."""
+    assert len(result["offsets"]) == len(result["words"])
+    for word, (start, end) in zip(result["words"], result["offsets"]):
+        assert text[start:end] == word or (word in ("``", "''") and text[start:end] == '"')
+    assert result["text"] in text
+
+
+def test_a_paragraph_gives_one_parse_per_sentence_with_offsets(parser):
+    results = parser(PARAGRAPH)
+    assert [result["text"] for result in results] == PARAGRAPH_SENTENCES
+    for result, sentence in zip(results, PARAGRAPH_SENTENCES):
+        check_result(result, ptb_tokens(sentence))
+        check_offsets(result, PARAGRAPH)
+        assert result["text"] == PARAGRAPH[result["offsets"][0][0] : result["offsets"][-1][1]]
+        # Each sentence is parsed on its own: the parse of its words.
+        parse = parser(result["words"], is_split_into_words=True)
+        assert {key: value for key, value in result.items() if key not in ("offsets", "text")} == parse
+
+
+def test_typographic_punctuation_is_split_and_reattached(parser):
+    text = "\u201cQuotes\u201d don\u2019t split\u2026"
+    (result,) = parser(text)
+    assert result["words"] == ["\u201c", "Quotes", "\u201d", "do", "n\u2019t", "split", "\u2026"]
+    check_offsets(result, text)
+    (dropped,) = parser(text, keep_punctuation=False)  # punctuation to the StructFormer model: typographic too
+    assert dropped["words"] == ["Quotes", "do", "n\u2019t", "split"]
+    check_offsets(dropped, text)
+    assert dropped["text"] == text  # the sentence's text, punctuation included
+
+
+def test_split_sentences_false_parses_each_string_as_one_sentence(parser):
+    (result,) = parser(PARAGRAPH, split_sentences=False)
+    assert result["words"] == ptb_tokens(PARAGRAPH)  # nltk's split of the whole text: "sat." stays one word
+    assert result["text"] == PARAGRAPH
+    check_offsets(result, PARAGRAPH)
+    assert parser([PARAGRAPH, "a dog ran"], split_sentences=False, batch_size=2) == [[result], parser("a dog ran")]
+    with pytest.raises(TypeError, match="split_sentences must be True or False, got 'no'"):
+        parser(PARAGRAPH, split_sentences="no")
+
+
+def test_a_batch_of_texts_is_one_batch_of_all_their_sentences(parser, monkeypatch):
+    texts = [PARAGRAPH, "Hello. Bye now.", "a dog ran"]
+    alone = [parser(text) for text in texts]
+    calls, parse = [], parser.model.parse
+
+    def recording_parse(sentences, tokenizer, **options):
+        calls.append(len(sentences))
+        return parse(sentences, tokenizer, **options)
+
+    monkeypatch.setattr(parser.model, "parse", recording_parse)
+    assert parser(texts, batch_size=8) == alone  # offsets into each item's own string
+    assert calls == [6]
+    assert [len(results) for results in alone] == [3, 2, 1]
+
+
+def test_texts_of_a_dataset_or_generator_give_a_list_per_item(parser):
+    from datasets import Dataset
+    from transformers.pipelines.pt_utils import KeyDataset
+
+    texts = [PARAGRAPH, "Hello. Bye now.", "a dog ran"]
+    alone = [parser(text) for text in texts]
+    assert list(parser(text for text in texts)) == alone
+    dataset = Dataset.from_dict({"text": texts})
+    assert list(parser(KeyDataset(dataset, "text"), batch_size=2)) == alone
+
+
+LONG = " ".join(["Dogs"] + ["bark"] * LIMIT)  # a sentence of LIMIT + 1 words
+
+
+@pytest.mark.parametrize(
+    "inputs, kwargs, message",
+    [
+        ("Fine. " + LONG + ".", {}, f"^sentence 1: {LIMIT + 1} words"),
+        ("Fine. Dogs " + " ".join(["bark"] * (LIMIT - 1)), {"split_sentences": False}, f"^the text: {LIMIT + 1} words"),
+        (["Fine.", "Good. Very good. " + LONG], {}, f"^item 1, sentence 2: {LIMIT + 1}"),
+        (["Fine.", "Good. Very good. " + LONG], {"batch_size": 3}, "^item 1, sentence 2"),
+        (["Fine.", "Good. \x00"], {}, "^item 1: the text contains the control character"),
+    ],
+    ids=["single-text", "unsplit-text", "batch", "batched", "control-character"],
+)
+def test_a_bad_sentence_of_a_text_names_the_item_and_the_sentence(parser, inputs, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        parser(inputs, **kwargs)

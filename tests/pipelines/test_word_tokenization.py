@@ -3,6 +3,8 @@
 Checked on hand-made cases (pinned expected tokens, and nltk's output when nltk is installed), on every sentence of the
 UD English-EWT dev file (read-only shared data; skipped when absent), on seeded random strings made of the characters
 the rules care about, and by inspecting the module's imports: it must run where only torch + transformers exist.
+Then `tokenize_with_offsets` (the same words for ASCII text, each with its character offsets; typographic punctuation
+split as its ASCII form) and `sentence_offsets` (the rule-based sentence splitter).
 """
 
 import ast
@@ -20,6 +22,8 @@ _spec = importlib.util.spec_from_file_location("word_tokenization", MODULE_PATH)
 word_tokenization = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(word_tokenization)
 word_tokenize = word_tokenization.word_tokenize
+tokenize_with_offsets = word_tokenization.tokenize_with_offsets
+sentence_offsets = word_tokenization.sentence_offsets
 
 EWT_DIR = DATA_DIR / "ud-english-ewt"
 
@@ -166,3 +170,141 @@ def test_module_imports_only_re():
     # No back doors either: dynamic imports would defeat the point.
     called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert not called & {"__import__", "exec", "eval"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Word offsets
+
+
+def random_texts(count, seed, pieces):
+    rng = random.Random(seed)
+    for _ in range(count):
+        yield "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+
+
+ASCII_PIECES = (
+    ["a", "x", "n", "t", "s", "is", "can", "not", "gon", "na", "wan", "got", "ta", "more", "'ye", "'n", "n't", "'s"]
+    + ["'ll", "'", "''", '"', "`", "``", " ", "  ", "\t", "\n", ",", ":", ".", "...", "-", "--", "?", "!", ";", "$"]
+    + ["%", "&", "@", "#", "(", ")", "[", "]", "{", "}", "<", ">", "1", "2", "Mr.", "U.S.", "J."]
+)
+TYPOGRAPHIC_PIECES = ["\u201c", "\u201d", "\u2018", "\u2019", "\u201e", "\u00ab", "\u00bb", "\u2039", "\u203a"] + [
+    "\u2026", "\u2013", "\u2014", "\uff1f", "\uff01", "\u00a0", "\u00e9", "\u02bc", "\u2015"
+]
+
+
+def assert_offsets_point_at_the_words(text, words, offsets):
+    assert len(words) == len(offsets)
+    previous_end = 0
+    for word, (start, end) in zip(words, offsets):
+        assert previous_end <= start < end <= len(text), (text, words, offsets)
+        assert not text[previous_end:start].strip(), (text, words, offsets)  # only whitespace before each word
+        # The word as written, but for the `` and '' that an ASCII '"' (or '' or ``) becomes.
+        assert text[start:end] == word or word in ("``", "''") and text[start:end] in ('"', "''", "``"), (
+            text, word, text[start:end])
+        previous_end = end
+    assert not text[previous_end:].strip()  # nothing but whitespace between and after the words
+
+
+def test_ascii_words_are_word_tokenize_s_and_their_offsets_point_at_them():
+    for text in [text for text, _ in CASES] + list(random_texts(20_000, 5678, ASCII_PIECES)):
+        words, offsets = tokenize_with_offsets(text)
+        assert words == word_tokenize(text), repr(text)
+        assert_offsets_point_at_the_words(text, words, offsets)
+
+
+def test_offsets_point_at_the_words_with_typographic_punctuation_too():
+    for text in random_texts(20_000, 91011, ASCII_PIECES + TYPOGRAPHIC_PIECES):
+        words, offsets = tokenize_with_offsets(text)
+        assert_offsets_point_at_the_words(text, words, offsets)
+
+
+def test_offsets_of_every_ewt_dev_sentence():
+    dev_files = sorted(EWT_DIR.glob("*-ud-dev.conllu"))
+    if not dev_files:
+        pytest.skip(f"UD English-EWT dev file not found in {EWT_DIR}")
+    with dev_files[0].open(encoding="utf-8") as lines:
+        texts = [line[len("# text = ") :].rstrip("\n") for line in lines if line.startswith("# text = ")]
+    for text in texts:
+        assert_offsets_point_at_the_words(text, *tokenize_with_offsets(text))
+
+
+def test_quoted_word_offsets():
+    text = 'He said "no," then \'\'yes\'\'.'
+    words, offsets = tokenize_with_offsets(text)
+    assert words == ["He", "said", "``", "no", ",", "''", "then", "``", "yes", "''", "."]
+    assert [text[start:end] for start, end in offsets] == ["He", "said", '"', "no", ",", '"', "then", "''", "yes"] + [
+        "''", "."
+    ]
+
+
+# (text, words): typographic punctuation splits where its ASCII form would; each word keeps its characters.
+TYPOGRAPHIC_CASES = [
+    ("\u201cQuotes\u201d don\u2019t split.", ["\u201c", "Quotes", "\u201d", "do", "n\u2019t", "split", "."]),
+    ("John\u2019s dog and the boys\u2019 toys", ["John", "\u2019s", "dog", "and", "the", "boys", "\u2019", "toys"]),
+    ("She said \u2018hi\u2019.", ["She", "said", "\u2018", "hi", "\u2019", "."]),
+    ("\u201eJa\u201c, \u00abnon\u00bb, \u2039oui\u203a", ["\u201e", "Ja", "\u201c", ",", "\u00ab", "non", "\u00bb", ","]
+     + ["\u2039", "oui", "\u203a"]),
+    ("Wait\u2026 what\u2026", ["Wait", "\u2026", "what", "\u2026"]),
+    ("A dash\u2014here \u2013 and 1990\u201395.", ["A", "dash", "\u2014", "here", "\u2013", "and", "1990\u201395"]
+     + ["."]),
+    ("Really\uff1f Yes\uff01", ["Really", "\uff1f", "Yes", "\uff01"]),
+    ("I can\u2019t, we\u2019ll", ["I", "ca", "n\u2019t", ",", "we", "\u2019ll"]),
+    ("caf\u00e9\u00a0au lait", ["caf\u00e9", "au", "lait"]),  # a no-break space separates, as in nltk
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), TYPOGRAPHIC_CASES, ids=[text[:20] for text, _ in TYPOGRAPHIC_CASES])
+def test_typographic_punctuation_splits_as_its_ascii_form(text, expected):
+    words, offsets = tokenize_with_offsets(text)
+    assert words == expected
+    assert [text[start:end] for start, end in offsets] == expected
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Sentences
+
+SENTENCE_CASES = [
+    ("Dogs bark. Cats meow loudly.", ["Dogs bark.", "Cats meow loudly."]),
+    ("Hello world", ["Hello world"]),
+    ("Really?! Yes... I think so!", ["Really?!", "Yes...", "I think so!"]),
+    # Abbreviations, dotted abbreviations and initials do not end a sentence before a capitalised word.
+    ("Mr. Smith met Dr. Jones. They talked.", ["Mr. Smith met Dr. Jones.", "They talked."]),
+    ("J. R. Smith left at 5 p.m. Monday. He ran.", ["J. R. Smith left at 5 p.m. Monday.", "He ran."]),
+    ("The U.S. economy grew, e.g. Jobs rose. Apple Inc. Chairman spoke.", ["The U.S. economy grew, e.g. Jobs rose.",
+                                                                           "Apple Inc. Chairman spoke."]),
+    ("So did I. Then we left.", ["So did I.", "Then we left."]),  # "I" is no initial
+    # A lowercase word or a digit after a period does not start a sentence; a lowercase one after ? or ! neither.
+    ("See p. 5 and fig. 3. It is 3.5 cm. it grows.", ["See p. 5 and fig. 3.", "It is 3.5 cm. it grows."]),
+    ("\u201cWhy?\u201d she asked. \u201cBecause.\u201d", ["\u201cWhy?\u201d she asked.", "\u201cBecause.\u201d"]),
+    # Closing quotes and brackets after the terminator belong to the sentence; opening ones to the next.
+    ('He said "Stop." (Then he left.) "Go!" OK.', ['He said "Stop."', "(Then he left.)", '"Go!"', "OK."]),
+    ("Wait\u2026 what\uff1f Okay\uff01 Done.", ["Wait\u2026 what\uff1f", "Okay\uff01", "Done."]),
+    # A newline is a space; a blank line ends a sentence, with or without a terminator.
+    ("one line\nanother line. Next", ["one line\nanother line.", "Next"]),
+    ("Title\n\nFirst one. Second one.\n \t\n\n Last", ["Title", "First one.", "Second one.", "Last"]),
+    # No space after the terminator: no end (URLs, file names, decimals).
+    ("Visit example.com.Now or read a.txt", ["Visit example.com.Now or read a.txt"]),
+    # A piece without a letter or digit joins its neighbour.
+    ("Hi. ... Bye. --", ["Hi. ...", "Bye. --"]),
+    ("... Hello. Bye.", ["... Hello.", "Bye."]),
+    ("", []),
+    (" \n\n ", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SENTENCE_CASES, ids=[repr(text)[:30] for text, _ in SENTENCE_CASES])
+def test_sentence_cases(text, expected):
+    assert [text[start:end] for start, end in sentence_offsets(text)] == expected
+
+
+def test_sentences_are_ordered_stripped_and_cover_every_character():
+    pieces = ASCII_PIECES + TYPOGRAPHIC_PIECES + [" A", " The", "\n\n", ". ", "? ", "! ", "\u2019 "]
+    for text in random_texts(20_000, 1213, pieces):
+        spans = sentence_offsets(text)
+        covered = 0
+        for start, end in spans:
+            assert covered <= start < end <= len(text), (text, spans)
+            assert not text[covered:start].strip(), (text, spans)  # only whitespace between sentences
+            assert text[start:end] == text[start:end].strip()
+            covered = end
+        assert not text[covered:].strip(), (text, spans)

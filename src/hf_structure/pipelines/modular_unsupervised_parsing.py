@@ -36,7 +36,11 @@ from .word_tokenization import sentence_offsets, tokenize_with_offsets
 
 # The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
 STRUCTURES = {"constituency": ("spans",), "dependency": ("heads", "deprels")}
-PUNCTUATION = re.compile(r"^(?:[.,;:!?'\"`()\[\]{}\-\u2013\u2014\u2026$#]+|-[LR][RCS]B-)$")
+# ASCII punctuation, dashes, the ellipsis, typographic quotes (‘ ’ ‚ ‛ “ ” „ ‟ « » ‹ ›), ¡ ¿ and fullwidth ！ ？.
+PUNCTUATION = re.compile(
+    r"^(?:[.,;:!?'\"`()\[\]{}\-\u2013\u2014\u2015\u2026$#"
+    r"\u2018-\u201f\u00ab\u00bb\u2039\u203a\u00a1\u00bf\uff01\uff1f]+|-[LR][RCS]B-)$"
+)
 
 
 def is_punctuation(token: str) -> bool:
