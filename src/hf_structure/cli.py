@@ -3,17 +3,27 @@
 Works with any model of the package (it goes through the pipeline and the parsing contract only).
 """
 
+from __future__ import annotations
+
 import argparse
 import contextlib
+import functools
+import itertools
 import json
+import os
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import __version__
 from .bundled import DEFAULT_MODEL, resolve_model_path
 from .cli_train_publish import (PUBLISH_COMMANDS, TRAINING_COMMANDS, add_train_publish_commands,
                                 run_publish_command, train)
 from .evaluation.baselines import BASELINES
+
+if TYPE_CHECKING:
+    from .data.conllu_format import ConlluSentence
 
 
 def _fail(command: str, message: str) -> SystemExit:
@@ -54,22 +64,101 @@ def _count(text: str) -> int:
 
 # ----------------------------------------------------------------------------------------------------------- parse
 
+STDIN = "-"
+WINDOW_BATCHES = 4  # input is read and parsed this many batches at a time: memory stays flat, output streams
 
-def _read_lines(path: str) -> list[str]:
-    """The lines of a UTF-8 text file (blank ones kept, for alignment), or a clear error naming the file. Only a line
-    feed ends a line (a CRLF's carriage return is dropped): `str.splitlines` also breaks at form feeds, U+001C-U+001E,
-    U+0085 and U+2028, which would give more results than input lines and shift every later one."""
+
+class _Unit(NamedTuple):
+    """One input to parse: a line of text (`number` its line number; an argument's rank), or a sentence of a
+    CoNLL-U file (`number` its rank, `conllu` its block). `words` are the given words (--pretokenized, CoNLL-U),
+    None for raw text."""
+
+    number: int
+    text: str
+    words: list[str] | None = None
+    conllu: ConlluSentence | None = None
+
+    @property
+    def name(self) -> str:
+        """How errors name the unit."""
+        return f"sentence {self.number} (line {self.conllu.line})" if self.conllu else f"line {self.number}"
+
+    @property
+    def item(self):
+        """What the parser is given."""
+        return self.text if self.words is None else self.words
+
+    @property
+    def blank(self) -> bool:
+        return not (self.text.strip() if self.words is None else self.words)
+
+
+def _input_name(path: str) -> str:
+    return "standard input" if path == STDIN else path
+
+
+def _decoded_lines(stream, name: str) -> Iterator[str]:
+    """The lines of a UTF-8 byte stream, without their ends, or a clear error naming the input and line. Only a line
+    feed ends a line (a CRLF's carriage return is dropped): `str.splitlines` also breaks at form feeds,
+    U+001C-U+001E, U+0085 and U+2028, which would give more results than input lines and shift every later one."""
+    for number, data in enumerate(stream, start=1):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise _fail("parse", f"{name}:{number}: not UTF-8 text (byte {error.start} of the line); is it a binary "
+                                 "file?") from None
+        yield text.removesuffix("\n").removesuffix("\r")
+
+
+@contextlib.contextmanager
+def _opened_input(path: str):
+    """The input's bytes, read line by line (standard input for `-`), or a clear error naming the file."""
+    if path == STDIN:
+        yield sys.stdin.buffer
+        return
     try:
-        data = Path(path).read_bytes()
+        stream = open(path, "rb")
     except OSError as error:
         raise _fail("parse", f"cannot read input file {path}: {error.strerror}") from None
+    with stream:
+        yield stream
+
+
+def _units(lines: Iterable[str], input_format: str, pretokenized: bool, name: str) -> Iterator[_Unit]:
+    if input_format == "conllu":
+        from .data.conllu_format import read_conllu_sentences
+        from .data.treebanks import TreebankFormatError
+
+        try:
+            for number, sentence in enumerate(read_conllu_sentences(lines, name), start=1):
+                yield _Unit(number, " ".join(sentence.words), sentence.words, sentence)
+        except TreebankFormatError as error:
+            raise _fail("parse", str(error)) from None
+        return
+    for number, line in enumerate(lines, start=1):
+        yield _Unit(number, line, line.split() if pretokenized else None)
+
+
+def _until_input_error(units: Iterable[_Unit], errors: list) -> Iterator[_Unit]:
+    """`units` up to a bad line of a stream read as it goes (standard input: not UTF-8, not CoNLL-U), whose error
+    is kept in `errors`: what comes before it is parsed and written before the error ends the command."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise _fail("parse", f"{path}:{line}: not UTF-8 text (byte {error.start}); is it a binary file?") from None
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    return lines[:-1] if lines[-1] == "" else lines  # the text after a final newline is no line
+        yield from units
+    except SystemExit as error:
+        errors.append(error)
+
+
+def _count_units(path: str, input_format: str) -> int:
+    """How many units a file holds, read once before the model loads: a file that is not UTF-8 or not CoNLL-U is
+    refused before any work, and the progress bar knows its total. Nothing is kept."""
+    with _opened_input(path) as stream:
+        return sum(1 for _ in _units(_decoded_lines(stream, path), input_format, False, path))
+
+
+def _input_format(args) -> str:
+    if args.input_format:
+        return args.input_format
+    return "conllu" if args.input and Path(args.input).suffix.lower() == ".conllu" else "text"
 
 
 def _check_output(path: str | None, svg: str | None) -> None:
@@ -78,94 +167,214 @@ def _check_output(path: str | None, svg: str | None) -> None:
             raise _fail("parse", f"cannot write {target}: folder {Path(target).resolve().parent} does not exist")
 
 
-def _parse_lines(parser, lines: list[str], pretokenized: bool, batch_size: int, options: dict) -> list[dict]:
-    """One result per line: a parse, `{"words": []}` for a blank line, or `{"words": ..., "error": ...}` for a line
-    that cannot be parsed. A batch that fails is retried item by item, so one bad line never costs the others."""
-    results: list[dict | None] = [None] * len(lines)
-    pending = []
-    for index, line in enumerate(lines):
-        if not line.strip():
-            results[index] = {"words": []}
-            continue
-        item = line.split() if pretokenized else line
-        try:
-            parser.sentences(item, pretokenized, f"line {index + 1}", split_sentences=False)
-        except (TypeError, ValueError) as error:
-            results[index] = {"words": line.split(), "error": str(error)}
-            continue
-        pending.append((index, item))
+def _check_device(command: str, name: str):
+    """`--device` as torch names it, or one line saying that torch here cannot use it and what it can use."""
+    import torch
 
-    def run(items):
-        # One sentence per line (a text gives a list of one parse).
-        parsed = parser([item for _, item in items], batch_size=batch_size, is_split_into_words=pretokenized,
-                        split_sentences=False, **options)
-        return parsed if pretokenized else [sentences[0] for sentences in parsed]
-
-    for first in range(0, len(pending), batch_size):
-        chunk = pending[first : first + batch_size]
-        try:
-            parsed = run(chunk)
-        except (TypeError, ValueError, RuntimeError):
-            parsed = []
-            for single in chunk:
-                try:
-                    parsed.extend(run([single]))
-                except (TypeError, ValueError, RuntimeError) as error:
-                    parsed.append({"words": lines[single[0]].split(), "error": f"line {single[0] + 1}: {error}"})
-        for (index, _), result in zip(chunk, parsed):
-            results[index] = result
-    return results
+    try:
+        device = torch.device(name)
+        torch.empty(0, device=device)  # what the model's weights will need
+        return device
+    except (RuntimeError, AssertionError, ValueError) as error:
+        usable = ["cpu"] + [f"cuda:{index}" for index in range(torch.cuda.device_count())]
+        if torch.backends.mps.is_available():
+            usable.append("mps")
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise _fail(command, f"--device {name}: torch {torch.__version__} cannot use it here ({reason}); "
+                             f"devices here: {', '.join(usable)}") from None
 
 
-def _format(result: dict, output_format: str, number: int, line: str) -> str:
-    """The output of input line `number` (1-based; its text `line`): a JSON line, CoNLL-U (with `# sent_id` the
-    line's number and `# text` the line) or a drawing."""
-    from .data.conllu_format import comment_block, parse_to_conllu
-    from .visualization import draw_text
+def _unparsed_result(parser, unit: _Unit, pretokenized: bool, options: dict) -> dict | None:
+    """The result of a unit that needs no parse: `{"words": []}` for a blank one, `{"words": ..., "error": ...}` for
+    one the parser refuses before parsing; None for one to parse."""
+    if unit.blank:
+        return {"words": []}
+    try:
+        parser.sentences(unit.item, pretokenized, unit.name, options.get("split_sentences", True))
+    except (TypeError, ValueError) as error:
+        return {"words": unit.text.split() if unit.words is None else unit.words, "error": str(error)}
+    return None
 
-    if output_format == "json":
-        return json.dumps(result, ensure_ascii=False) + "\n"
-    if "error" in result or not result["words"]:  # a comment block in the sentence's place keeps the alignment
-        comments = {"text": line, "error": result["error"]} if "error" in result else {"empty line": None}
-        return comment_block(comments, number)
-    if output_format == "conllu":
-        return parse_to_conllu(result, number, line)
-    return draw_text(result) + "\n\n"  # a blank line between sentences, as in CoNLL-U
+
+def _parse_batch(parser, units: list[_Unit], pretokenized: bool, batch_size: int, options: dict) -> list[dict]:
+    """One result per unit. A batch that fails is retried unit by unit, so one bad unit never costs the others."""
+
+    def run(batch):  # a text gives a list of parses, one per sentence
+        return parser([unit.item for unit in batch], batch_size=batch_size, is_split_into_words=pretokenized,
+                      **options)
+
+    try:
+        return run(units) if units else []
+    except (TypeError, ValueError, RuntimeError):
+        results = []
+        for unit in units:
+            try:
+                results.extend(run([unit]))
+            except (TypeError, ValueError, RuntimeError) as error:
+                words = unit.text.split() if unit.words is None else unit.words
+                results.append({"words": words, "error": f"{unit.name}: {error}"})
+        return results
+
+
+def _parsed_units(parser, units: Iterable[_Unit], pretokenized: bool, batch_size: int, options: dict):
+    """Parse `units` a window of WINDOW_BATCHES batches at a time (within a window, in order of length, so that a
+    batch pads little), and after each batch yield how many units were done and the units, in input order, whose
+    results are complete (with their results). Only one window is held, whatever the input's size."""
+    units = iter(units)
+    while window := list(itertools.islice(units, batch_size * WINDOW_BATCHES)):
+        results = [_unparsed_result(parser, unit, pretokenized, options) for unit in window]
+        pending = sorted((k for k, result in enumerate(results) if result is None),
+                         key=lambda k: len(window[k].item))
+        batches = [pending[start : start + batch_size] for start in range(0, len(pending), batch_size)] or [[]]
+        done, written = len(window) - len(pending), 0
+        for batch in batches:
+            parsed = _parse_batch(parser, [window[k] for k in batch], pretokenized, batch_size, options)
+            for k, result in zip(batch, parsed):
+                results[k] = result
+            complete = written
+            while complete < len(window) and results[complete] is not None:
+                complete += 1
+            yield done + len(batch), list(zip(window[written:complete], results[written:complete]))
+            done, written = 0, complete
+
+
+class _Writer:
+    """Writes each unit's results as they come: JSON lines, CoNLL-U or drawings, and SVG pictures.
+
+    A unit's result is one parse (a word list, a CoNLL-U sentence), a list of the parses of its sentences (raw
+    text), or for a blank or refused unit `{"words": []}` or `{"words": ..., "error": ...}`. Where raw text is split
+    into sentences, each JSON line names its input `line`, CoNLL-U numbers the sentences in `# sent_id` and starts
+    each line's first with `# newpar`, and SVG files are `OUT-<line>-<k>.svg` for the k-th of several sentences of
+    a line. Otherwise there is one output per unit: CoNLL-U of a text line has `# sent_id` the line's number and
+    `# text` the line, that of a CoNLL-U sentence is its block with HEAD and DEPREL filled. SVG files are
+    `OUT-<line>.svg` (OUT.svg alone for an input of one sentence)."""
+
+    def __init__(self, output, output_format: str, split_sentences: bool, svg: str | None, total: int | None):
+        self.output, self.output_format, self.split_sentences = output, output_format, split_sentences
+        self.svg, self.total = svg, total
+        self.sentences = 0  # written so far, for `# sent_id` where sentences are split
+
+    def write(self, unit: _Unit, result) -> None:
+        parses = result if isinstance(result, list) else [result]
+        parsed = "error" not in parses[0] and bool(parses[0]["words"])
+        split = self.split_sentences and unit.words is None  # raw text, split into sentences
+        if self.svg and parsed:
+            self._save_svgs(unit, parses)
+        if self.output_format == "json":
+            for parse in parses:
+                if split:
+                    parse = {"line": unit.number, **parse}
+                elif unit.conllu and "sent_id" in unit.conllu.metadata:
+                    parse = {"sent_id": unit.conllu.metadata["sent_id"], **parse}
+                self.output.write(json.dumps(parse, ensure_ascii=False) + "\n")
+        elif self.output_format == "conllu" and unit.conllu:
+            from .data.conllu_format import conllu_with_parse
+
+            self.output.write(conllu_with_parse(unit.conllu, parses[0] if parsed else None, parses[0].get("error")))
+        elif not parsed:  # a comment block in the sentence's place keeps the alignment
+            from .data.conllu_format import comment_block
+
+            error = parses[0].get("error")
+            comments = {"text": unit.text, "error": error} if error else {"empty line": None}
+            if split and self.output_format == "conllu":
+                self.output.write(comment_block({"newpar": None, **comments}))
+            else:
+                self.output.write(comment_block(comments, unit.number))
+        elif self.output_format == "conllu":
+            from .data.conllu_format import parse_to_conllu
+
+            for k, parse in enumerate(parses):
+                if split:
+                    self.sentences += 1
+                    self.output.write(parse_to_conllu(parse, self.sentences, parse.get("text"), newpar=k == 0))
+                else:
+                    self.output.write(parse_to_conllu(parse, unit.number, unit.text))
+        else:
+            from .visualization import draw_text
+
+            for parse in parses:
+                self.output.write(draw_text(parse) + "\n\n")  # a blank line between sentences, as in CoNLL-U
+
+    def _save_svgs(self, unit: _Unit, parses: list[dict]) -> None:
+        from .visualization import save_svg
+
+        for k, parse in enumerate(parses, start=1):
+            if len(parses) > 1:
+                path = _numbered(self.svg, f"{unit.number}-{k}")
+            else:
+                path = self.svg if self.total == 1 else _numbered(self.svg, unit.number)
+            save_svg(parse, path)
+
+
+def _progress(args, total: int | None, unit: str):
+    """A progress bar on standard error for `--input`: shown where standard error is a terminal (tqdm's own
+    choice), always with --progress, never with --no-progress or for sentences given as arguments."""
+    from tqdm import tqdm
+
+    show = args.progress if args.input else False
+    return tqdm(total=total, unit=unit, desc="hf-structure parse", file=sys.stderr, dynamic_ncols=True,
+                disable=None if show is None else not show)
 
 
 def _parse(args) -> None:
     if args.input and args.text:
         raise _fail("parse", "give sentences as arguments or --input FILE, not both")
-    lines = _read_lines(args.input) if args.input else list(args.text)
-    if not lines:
-        raise _fail("parse", f"no sentence in {args.input}" if args.input else "give a sentence or --input FILE")
+    if not args.input and not args.text:
+        raise _fail("parse", "give a sentence, --input FILE or --input - (standard input)")
+    input_format = _input_format(args)
+    if input_format == "conllu" and not args.input:
+        raise _fail("parse", "--input-format conllu: give the CoNLL-U file with --input FILE (or - for standard "
+                             "input)")
+    total = len(args.text) if args.text else None if args.input == STDIN else _count_units(args.input, input_format)
+    if total == 0:
+        raise _fail("parse", f"no sentence in {args.input}")
     _check_output(args.output, args.svg)
+    device = _check_device("parse", args.device) if args.device else None
     from .pipelines import load_parser
     from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description
 
-    parser = _load("parse", load_parser, _model_path("parse", args.model))
+    load = functools.partial(load_parser, device=device)
+    parser = _load("parse", load, _model_path("parse", args.model))
     options, flags = _pipeline_options(args)
     try:  # every option the command was given, against what the model declares, before any line is parsed
         check_options(parser.model, options)
     except UnsupportedOptionError as error:
         raise _fail("parse", f"{' '.join(flags[option] for option in error.options)}: {error}") from None
-    if args.conllu and "heads" not in parser.model.parse_outputs:
-        raise _fail("parse", f"--conllu: {model_description(parser.model)} gives no dependency heads, which CoNLL-U "
-                             "holds; use the JSON output, --draw or --svg")
-    results = _parse_lines(parser, lines, args.pretokenized, args.batch_size, options)
-    output_format = "conllu" if args.conllu else "text" if args.draw else "json"
-    with open(args.output, "w", encoding="utf-8") if args.output else contextlib.nullcontext(sys.stdout) as output:
-        for number, (line, result) in enumerate(zip(lines, results), 1):
-            output.write(_format(result, output_format, number, line))
-    if args.svg:
-        from .visualization import save_svg
-
-        parsed = [(number, r) for number, r in enumerate(results, 1) if r["words"] and "error" not in r]
-        for number, result in parsed:  # OUT.svg, or OUT-<line>.svg for each line when there are several
-            save_svg(result, args.svg if len(lines) == 1 else _numbered(args.svg, number))
-    failed = sum("error" in result for result in results)
+    if args.no_split_sentences:
+        options["split_sentences"] = False  # the pipeline's own option, for every model
+    output_format = ("json" if args.json else "conllu" if args.conllu else "text" if args.draw
+                     else "conllu" if input_format == "conllu" else "json")
+    if output_format == "conllu" and "heads" not in parser.model.parse_outputs:
+        flag = "--conllu" if args.conllu else "CoNLL-U output (the default for CoNLL-U input)"
+        raise _fail("parse", f"{flag}: {model_description(parser.model)} gives no dependency heads, which CoNLL-U "
+                             "holds; use --json, --draw or --svg")
+    pretokenized = args.pretokenized or input_format == "conllu"
+    unit_name = "sentence" if input_format == "conllu" else "line"
+    failed = count = 0
+    with contextlib.ExitStack() as stack:
+        if args.text:
+            lines = args.text
+        else:
+            lines = _decoded_lines(stack.enter_context(_opened_input(args.input)), _input_name(args.input))
+        input_errors: list[SystemExit] = []
+        units = _until_input_error(_units(lines, input_format, pretokenized, _input_name(args.input or "")),
+                                   input_errors)
+        output = stack.enter_context(open(args.output, "w", encoding="utf-8")) if args.output else sys.stdout
+        progress = stack.enter_context(_progress(args, total, unit_name))
+        writer = _Writer(output, output_format, not args.no_split_sentences, args.svg, total)
+        for done, finished in _parsed_units(parser, units, pretokenized, args.batch_size, options):
+            for unit, result in finished:
+                writer.write(unit, result)
+                failed += isinstance(result, dict) and "error" in result
+                count += 1
+            output.flush()  # each batch's results are there to read as soon as they are parsed
+            progress.update(done)
+    if input_errors:
+        raise input_errors[0]
+    if count == 0:
+        raise _fail("parse", f"no sentence in {_input_name(args.input)}")
     if failed:
-        print(f"hf-structure parse: {failed} of {len(lines)} lines could not be parsed (see their `error`)",
+        print(f"hf-structure parse: {failed} of {count} {unit_name}s could not be parsed (see their `error`)",
               file=sys.stderr)
         if args.strict:
             raise SystemExit(1)
@@ -201,7 +410,7 @@ def _pipeline_options(args) -> tuple[dict, dict]:
     return options, flags
 
 
-def _numbered(path: str, number: int) -> str:
+def _numbered(path: str, number: int | str) -> str:
     """`out.svg` -> `out-3.svg`."""
     path = Path(path)
     return str(path.with_name(f"{path.stem}-{number}{path.suffix or '.svg'}"))
@@ -224,7 +433,10 @@ def _evaluate(args) -> dict:
     from .registry import model_spec
 
     model_path = _model_path("evaluate", args.model)
+    device = _check_device("evaluate", args.device) if args.device else None
     model, tokenizer = _load("evaluate", load_model_and_tokenizer, model_path)
+    if device is not None:
+        model.to(device)  # each model's `parse` moves its inputs to the model's device
     perplexity_kind = model_spec(model.config.model_type).language_model_perplexity
     if args.lm_text and perplexity_kind is None:  # refused before the treebank is parsed
         raise _fail("evaluate", f"--lm-text: {args.model} is not a language model")
@@ -255,17 +467,67 @@ def _evaluate(args) -> dict:
     return scores
 
 
+# ---------------------------------------------------------------------------------------------------------- models
+
+
+def _bundled_models() -> list[dict]:
+    """Each bundled model (`bundled_checkpoints`): name, folder, size on disk, model type (its config.json) and the
+    headline scores of its evaluation record (the model card's metrics, on the record's `dataset`). Nothing is
+    loaded but these two small files."""
+    from .bundled import bundled_checkpoints
+    from .hub.records import EVAL_RECORD, read_json, read_record
+    from .registry import MODEL_SPECS
+
+    models = []
+    for name, folder in sorted(bundled_checkpoints().items()):
+        config_file = folder / "config.json"
+        model_type = read_json(config_file).get("model_type") if config_file.is_file() else None
+        record = read_record(folder, EVAL_RECORD)
+        spec = MODEL_SPECS.get(model_type)
+        metrics = spec.card_metrics if spec else ()
+        models.append({
+            "name": name,
+            "folder": str(folder),
+            "size_bytes": sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
+            "model_type": model_type,
+            "dataset": record.get("dataset"),
+            "scores": {metric.key: record[metric.key] for metric in metrics if metric.key in record},
+            "score_labels": {metric.key: metric.label for metric in metrics if metric.key in record},
+        })
+    return models
+
+
+def _models(args) -> None:
+    models = _bundled_models()
+    if args.json:
+        print(json.dumps([{key: value for key, value in model.items() if key != "score_labels"} for model in models],
+                         ensure_ascii=False, indent=2))
+        return
+    for model in models:
+        scores = ", ".join(f"{model['score_labels'][key]} {value}" for key, value in model["scores"].items())
+        print(f"{model['name']}  ({model['model_type'] or 'no config.json'}, {model['size_bytes'] / 1e6:.1f} MB)")
+        print(f"    {model['dataset']}: {scores}" if scores else "    no evaluation record")
+        print(f"    {model['folder']}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-structure", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    parse = commands.add_parser("parse", help="parse sentences (one JSON line per input line)")
+    parse = commands.add_parser("parse", help="parse sentences (one JSON line per input line, written as it goes)")
     parse.add_argument("text", nargs="*", help="sentences to parse, one per argument (quote each), or use --input")
     parse.add_argument("--model", default=DEFAULT_MODEL, help=f"folder, Hub id or bundled name ({DEFAULT_MODEL})")
-    parse.add_argument("--input", help="a UTF-8 file with one sentence per line (blank lines give empty results)")
+    parse.add_argument("--input", metavar="FILE", help="a UTF-8 file with one sentence per line (blank lines give "
+                       "empty results; only a line feed ends a line), a CoNLL-U file (its own words are parsed), or - "
+                       f"for standard input; read and written {WINDOW_BATCHES} batches at a time")
+    parse.add_argument("--input-format", choices=("text", "conllu"),
+                       help="what --input holds (default: conllu for a .conllu file, text otherwise)")
     parse.add_argument("--output", help="write here (default: standard output)")
-    parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words")
+    parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words, one "
+                       "sentence a line")
+    parse.add_argument("--no-split-sentences", action="store_true", help="each line (or argument) of raw text is one "
+                       "sentence (default: it is split into sentences, each a JSON line with its input `line`)")
     for option, values in _model_option_values().items():  # the models' own options, as they declare them
         takes = "; ".join(f"{model_type}: {', '.join(map(str, accepted))}" for model_type, accepted in values.items())
         parse.add_argument(_option_flag(option), dest=option, metavar="VALUE",
@@ -279,10 +541,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "see (models that reattach punctuation)")
     style = parse.add_mutually_exclusive_group()
     style.add_argument("--draw", action="store_true", help="draw the trees as text instead of JSON")
-    style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON")
+    style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON (the default for CoNLL-U "
+                       "input: its lines as read, HEAD and DEPREL from the parse)")
+    style.add_argument("--json", action="store_true", help="write JSON lines (the default, except for CoNLL-U input)")
     parse.add_argument("--svg", metavar="OUT.svg", help="also draw each parse as SVG (OUT-<line>.svg if several)")
     parse.add_argument("--strict", action="store_true", help="exit with status 1 when any line fails")
     parse.add_argument("--batch-size", type=_count, default=32)
+    parse.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                       help="a progress bar for --input on standard error (default: where it is a terminal)")
+    parse.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: the pipeline's)")
 
     evaluate = commands.add_parser("evaluate", help="score a model or a baseline on a gold treebank (one JSON line)")
     evaluate.add_argument(
@@ -299,6 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--batch-size", type=_count, default=64)
+    evaluate.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: cpu)")
+    models = commands.add_parser("models", help="list the bundled models: name, model type, size, headline scores "
+                                 "(from each folder's hf_structure_eval.json) and folder")
+    models.add_argument("--json", action="store_true", help="one JSON list, for programs")
     add_train_publish_commands(commands)
     return parser
 
@@ -312,12 +583,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in PUBLISH_COMMANDS:
         run_publish_command(args)
         return
-    if args.command == "evaluate":
+    if args.command == "models":
+        _models(args)
+    elif args.command == "evaluate":
         if not args.baseline and not args.model:
             args.model = DEFAULT_MODEL
         print(json.dumps(_evaluate(args)))
     else:
-        _parse(args)
+        try:
+            _parse(args)
+        except BrokenPipeError:  # the reader of standard output stopped (`| head`): end quietly, as Unix tools do
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's own flush would fail again
+            raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

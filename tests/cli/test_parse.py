@@ -150,7 +150,8 @@ def test_a_bad_line_gets_an_error_and_the_others_are_parsed(model, tmp_path, cap
     results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["words"] for r in results] == [["a", "dog", "ran"], [".", ",", "!"], ["the", "old\x00man"], [],
                                             ["the", "man", "sat"]]
-    assert results[1]["error"] == "line 2: no word besides punctuation: '. , !'"
+    assert results[1]["error"].startswith("line 2") and results[1]["error"].endswith(
+        "no word besides punctuation: '. , !'")
     assert "control character" in results[2]["error"] and "heads" not in results[2]
     check_line(results[0], ["a", "dog", "ran"])
     check_line(results[4], ["the", "man", "sat"])
@@ -276,17 +277,20 @@ def test_a_batch_size_below_one_is_a_usage_error(model, command, value, capsys):
     )
 
 
-def test_input_lines_end_at_line_feeds_only(model, tmp_path):
+@pytest.mark.parametrize("pretokenized", [[], ["--pretokenized"]], ids=["raw", "pretokenized"])
+def test_input_lines_end_at_line_feeds_only(model, tmp_path, pretokenized):
     # Each of these characters ends a line for `str.splitlines`; here each sits inside one line of the file.
     lines = ["The man sat\x0cDogs bark .", "a dog\x1cran", "the\x85old man", "a dog\u2028ran", "\x0c", "the man sat"]
     results = {}
     for ending in ("\n", "\r\n"):
         source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
         source.write_text(ending.join(lines) + ending, encoding="utf-8", newline="")
-        main(["parse", "--model", model, "--input", str(source), "--output", str(out)])
+        main(["parse", "--model", model, "--input", str(source), "--output", str(out), *pretokenized])
         results[ending] = [json.loads(line) for line in out.read_text(encoding="utf-8").split("\n")[:-1]]
     assert results["\n"] == results["\r\n"] and len(results["\n"]) == len(lines)
     parsed = results["\n"]
+    if not pretokenized:  # raw text: each sentence names its line (here each line is one sentence)
+        assert [result.pop("line") for result in parsed] == [1, 2, 3, 4, 5, 6]
     for result in parsed[:4]:  # parsed, or refused with the line's own error
         assert ("heads" in result) != ("error" in result)
     assert parsed[4] == {"words": []}
@@ -313,3 +317,317 @@ def test_an_unknown_bare_model_name_is_one_line_without_a_hub_lookup(name, close
         f"hf-structure {command[0]}: unknown model {name!r}{hint}: not a folder, not a bundled model "
         f"({', '.join(sorted(bundled_checkpoints()))}), not a Hub id (org/name)\n"
     )
+
+
+# ---------------------------------------------------------------------------------------------- streaming, stdin
+
+
+class LineFeeder:
+    """Standard input whose lines are read one at a time, noting how many JSON lines the output file holds when each
+    line is asked for: what a streaming command wrote before it had read its whole input."""
+
+    def __init__(self, lines: list[str], output: Path):
+        self.lines, self.output, self.written_when_read = lines, output, []
+        self.buffer = self
+
+    def __iter__(self):
+        for line in self.lines:
+            self.written_when_read.append(len(self.output.read_text().splitlines()) if self.output.exists() else 0)
+            yield (line + "\n").encode("utf-8")
+
+
+def test_results_are_written_a_window_at_a_time_while_the_input_is_read(model, tmp_path, monkeypatch):
+    from hf_structure.cli import WINDOW_BATCHES
+
+    out = tmp_path / "out.jsonl"
+    lines = [LINES[k % 3] for k in range(10)]
+    stdin = LineFeeder(lines, out)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    main(["parse", "--model", model, "--pretokenized", "--input", "-", "--output", str(out), "--batch-size", "1"])
+    # A window of WINDOW_BATCHES batches of one line is read, parsed and written before the next line is read.
+    assert WINDOW_BATCHES == 4 and stdin.written_when_read == [0, 0, 0, 0, 4, 4, 4, 4, 8, 8]
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [result["words"] for result in results] == [line.split() for line in lines]  # input order
+    for result in results:
+        check_line(result, result["words"])
+
+
+def test_a_window_sorted_by_length_is_written_in_input_order_with_bad_lines_in_place(model, tmp_path):
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    lines = ["the old man sat on the bench a dog ran", "a dog", "", ". , !", "the man sat", "a\x01dog", "dog"] * 3
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    main(["parse", "--model", model, "--pretokenized", "--input", str(source), "--output", str(out),
+          "--batch-size", "2"])
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [result["words"] for result in results] == [line.split() for line in lines]
+    assert [("error" in result) for result in results] == [line in (". , !", "a\x01dog") for line in lines]
+    assert all("heads" in result for result, line in zip(results, lines) if line.split() and "error" not in result)
+
+
+def test_standard_input_is_read_with_a_dash(model, monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a dog ran\n\nthe old man sat\n")))
+    main(["parse", "--model", model, "--pretokenized", "--input", "-"])
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [result["words"] for result in results] == [["a", "dog", "ran"], [], ["the", "old", "man", "sat"]]
+
+
+def test_a_line_of_standard_input_that_is_not_utf8_ends_the_command_after_the_lines_before_it(model, monkeypatch,
+                                                                                              capsys):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a dog ran\nthe man\nold \xff man\nsat\n")))
+    with pytest.raises(SystemExit, match=r"^hf-structure parse: standard input:3: not UTF-8 text"):
+        main(["parse", "--model", model, "--pretokenized", "--input", "-"])
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [result["words"] for result in results] == [["a", "dog", "ran"], ["the", "man"]]
+
+
+@pytest.mark.parametrize("flag, shown", [("--progress", True), ("--no-progress", False), (None, False)])
+def test_progress_on_standard_error(model, tmp_path, capsys, flag, shown):
+    source = tmp_path / "in.txt"
+    source.write_text("a dog ran\n\nthe old man sat\n", encoding="utf-8")
+    main(["parse", "--model", model, "--input", str(source), "--output", str(tmp_path / "out"), *filter(None, [flag])])
+    err = capsys.readouterr().err
+    # Without a flag the bar shows where standard error is a terminal; under pytest it is not.
+    assert ("hf-structure parse: 100%" in err and "3/3" in err) == shown
+    assert ("hf-structure parse:" in err) == shown
+
+
+# ------------------------------------------------------------------------------------------------------ --device
+
+
+def test_the_device_goes_to_the_pipeline_and_an_unusable_one_is_one_line(model, monkeypatch, capsys):
+    import hf_structure.pipelines
+
+    devices = []
+    load_parser = hf_structure.pipelines.load_parser
+
+    def recording_load_parser(path, **kwargs):
+        devices.append(kwargs.get("device"))
+        return load_parser(path, **kwargs)
+
+    monkeypatch.setattr(hf_structure.pipelines, "load_parser", recording_load_parser)
+    main(["parse", "--model", model, "--device", "cpu", "a dog ran"])
+    assert [str(device) for device in devices] == ["cpu"]
+    assert json.loads(capsys.readouterr().out)["words"] == ["a", "dog", "ran"]
+    for device in ("cuda:99", "tpu-please"):  # no machine has the first; torch knows no device of the second name
+        with pytest.raises(SystemExit) as exit_info:
+            main(["parse", "--model", model, "--device", device, "a dog ran"])
+        message = str(exit_info.value.code)
+        assert message.startswith(f"hf-structure parse: --device {device}: torch ") and "devices here: cpu" in message
+        assert "\n" not in message
+    assert len(devices) == 1  # refused before the model loads
+
+
+def test_evaluate_runs_the_model_on_the_device(model, capsys):
+    main(["evaluate", "--model", model, "--treebank", str(TINY_CONLLU), "--device", "cpu"])
+    assert json.loads(capsys.readouterr().out)["sentences"] == 2
+    with pytest.raises(SystemExit, match=r"^hf-structure evaluate: --device cuda:99: torch "):
+        main(["evaluate", "--model", model, "--treebank", str(TINY_CONLLU), "--device", "cuda:99"])
+
+
+# ------------------------------------------------------------------------------------------------------ models
+
+
+def test_models_lists_the_bundled_models_with_folder_size_type_and_scores(capsys):
+    from hf_structure.bundled import bundled_checkpoints
+    from hf_structure.registry import MODEL_SPECS
+
+    main(["models", "--json"])
+    listed = json.loads(capsys.readouterr().out)
+    folders = bundled_checkpoints()
+    assert [model["name"] for model in listed] == sorted(folders)
+    for model in listed:
+        folder = folders[model["name"]]
+        assert model["folder"] == str(folder)
+        assert model["size_bytes"] == sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+        assert model["model_type"] == json.loads((folder / "config.json").read_text())["model_type"]
+        record = json.loads((folder / "hf_structure_eval.json").read_text())
+        keys = [metric.key for metric in MODEL_SPECS[model["model_type"]].card_metrics if metric.key in record]
+        assert model["dataset"] == record["dataset"] and model["scores"] == {key: record[key] for key in keys}
+        assert keys  # every bundled model reports its card's scores
+    main(["models"])
+    text = capsys.readouterr().out
+    for model in listed:
+        assert f"{model['name']}  ({model['model_type']}, {model['size_bytes'] / 1e6:.1f} MB)" in text
+        assert model["folder"] in text and str(next(iter(model["scores"].values()))) in text
+
+
+# ---------------------------------------------------------------------------- a dependency parser's --draw, --svg
+
+
+@pytest.fixture(scope="module")
+def dependency_model(tmp_path_factory) -> str:
+    """The tiny dependency parser of tests/helpers (heads and labels, no constituents), registered as a new model."""
+    import torch
+
+    from hf_structure import CardMetric, ModelSpec, register_model
+    from hf_structure.data.tokenization import build_word_tokenizer
+
+    from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
+
+    register_model(ModelSpec(config_class=TinyParserConfig, auto_classes={"AutoModel": TinyParserModel},
+                             parsing_class="AutoModel", card_template=str(FIXTURES / "tiny_card.md"),
+                             card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),)))
+    folder = tmp_path_factory.mktemp("cli") / "tiny-parser"
+    tokenizer = build_word_tokenizer(LINES)
+    torch.manual_seed(0)
+    TinyParserModel(TinyParserConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)).save_pretrained(
+        folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_draw_and_svg_of_a_dependency_parser_show_labelled_arcs_and_no_tree(dependency_model, tmp_path, capsys):
+    words = "the old man sat on the bench".split()
+    main(["parse", "--model", dependency_model, "--pretokenized", " ".join(words)])
+    parse = json.loads(capsys.readouterr().out)
+    assert parse["deprels"] == ["root"] + ["dep"] * 6 and "spans" not in parse
+    svg = tmp_path / "parse.svg"
+    main(["parse", "--model", dependency_model, "--pretokenized", "--draw", "--svg", str(svg), " ".join(words)])
+    lines = capsys.readouterr().out.rstrip("\n").split("\n")
+    assert len(lines) == len(words)  # the arcs alone: no tree above them
+    assert lines[0].split()[-2:] == ["the", "root"]
+    for line, head in zip(lines[1:], parse["heads"][1:]):
+        assert line.split()[-4:] == ["dep", "←", str(head), words[head - 1]]
+    root = ET.fromstring(svg.read_text(encoding="utf-8"))
+    assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "arc-label"] == ["dep"] * 6
+    assert not [c for c in root.iter(SVG + "circle") if c.get("class") == "node"]
+
+
+# -------------------------------------------------------------------------------------------------- CoNLL-U in
+
+CONLLU_IN = (
+    "# newdoc id = d1\n"
+    "# sent_id = d1-1\n"
+    "# text = The old man didn't sit.\n"
+    "#a comment without a value\n"
+    "1\tThe\tthe\tDET\tDT\tDefinite=Def\t3\tdet\t_\t_\n"
+    "2\told\told\tADJ\tJJ\t_\t_\t_\t_\t_\n"
+    "3\tman\tman\tNOUN\tNN\t_\t_\t_\t_\t_\n"
+    "4-5\tdidn't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "4\tdid\tdo\tAUX\tVBD\t_\t_\t_\t_\t_\n"
+    "5\tn't\tnot\tPART\tRB\t_\t_\t_\t_\t_\n"
+    "6\tsit\tsit\tVERB\tVB\t_\t_\t_\t_\tSpaceAfter=No\n"
+    "6.1\tsat\tsit\tVERB\t_\t_\t_\t_\t6:conj\t_\n"
+    "7\t.\t.\tPUNCT\t.\t_\t_\t_\t_\t_\n"
+    "\n"
+    "# sent_id = d1-2\n"
+    "1\ta dog\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "2\tran\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "\n"
+    "# sent_id = d1-3\n"
+    "1\tA\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "2\tdog\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "3\tran\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "\n"
+)
+
+
+@pytest.mark.parametrize("suffix, flags", [(".conllu", []), (".txt", ["--input-format", "conllu"])])
+def test_a_conllu_file_is_parsed_with_its_own_words_into_a_conllu_file(model, tmp_path, capsys, suffix, flags):
+    source, out = tmp_path / f"in{suffix}", tmp_path / "out.conllu"
+    source.write_text(CONLLU_IN, encoding="utf-8")
+    main(["parse", "--model", model, "--input", str(source), "--output", str(out), *flags])
+    written = out.read_text(encoding="utf-8")
+    assert "1 of 3 sentences could not be parsed" in capsys.readouterr().err
+    main(["parse", "--model", model, "--pretokenized", "The old man did n't sit .", "A dog ran"])
+    expected = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    # Every line as it was but HEAD and DEPREL, taken from the parse of the sentence's own words.
+    rows = [line.split("\t") for line in written.split("\n") if not line.startswith("# error = ")]
+    given = [line.split("\t") for line in CONLLU_IN.split("\n")]
+    assert len(rows) == len(given)
+    words = {0: iter(zip(expected[0]["heads"], ["root" if h == 0 else "dep" for h in expected[0]["heads"]])),
+             2: iter(zip(expected[1]["heads"], ["root" if h == 0 else "dep" for h in expected[1]["heads"]]))}
+    sentence = 0
+    for row, before in zip(rows, given):
+        if before == [""]:
+            sentence += 1
+        if len(before) == 10 and before[0].isdigit() and sentence in words:
+            head, deprel = next(words[sentence])
+            assert row == before[:6] + [str(head), deprel] + before[8:]
+        elif len(before) == 10 and before[0].isdigit():  # the sentence that could not be parsed: no stale value
+            assert row == before[:6] + ["_", "_"] + before[8:]
+        else:
+            assert row == before
+    error = "sentence 2 (line 15): word 0 ('a dog') is empty or contains whitespace"
+    assert f"# sent_id = d1-2\n# error = {error}\n" in written
+
+
+def test_a_conllu_file_to_json_and_drawings(model, tmp_path, capsys):
+    source = tmp_path / "in.conllu"
+    source.write_text(CONLLU_IN, encoding="utf-8")
+    main(["parse", "--model", model, "--input", str(source), "--json"])
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [result["sent_id"] for result in results] == ["d1-1", "d1-2", "d1-3"]
+    assert results[0]["words"] == ["The", "old", "man", "did", "n't", "sit", "."] and "error" in results[1]
+    check_line(results[2], ["A", "dog", "ran"])
+    main(["parse", "--model", model, "--input", str(source), "--draw"])
+    drawings = capsys.readouterr().out
+    assert drawings.count("root") == 2 and "# error = sentence 2 (line 15): " in drawings
+    assert drawings.index(" 5 n't ") < drawings.index("# error") < drawings.index(" 3 ran ")
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("1\tA\t_\t_\t_\t_\t0\troot\t_\n", 1, "expected 10 tab-separated columns, got 9"),
+    ("# sent_id = 1\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n\n\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n"
+     "x\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 6, "'x' is not a valid ID"),
+    ("1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n3\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 2, "word ID 3 where 2 was expected"),
+])
+def test_bad_conllu_input_is_one_line_naming_file_and_line_before_the_model_loads(tmp_path, text, line, message):
+    source = tmp_path / "bad.conllu"
+    source.write_text(text, encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", "no-such-model", "--input", str(source)])
+    assert str(exit_info.value.code).startswith(f"hf-structure parse: {source}:{line}: ")
+    assert message in str(exit_info.value.code) and "\n" not in str(exit_info.value.code)
+
+
+def test_a_model_without_heads_cannot_write_conllu_for_a_conllu_file(spans_only_model, tmp_path, capsys):
+    source = tmp_path / "in.conllu"
+    source.write_text(CONLLU_IN, encoding="utf-8")
+    with pytest.raises(SystemExit, match="CoNLL-U output .* gives no dependency heads"):
+        main(["parse", "--model", spans_only_model, "--input", str(source)])
+    main(["parse", "--model", spans_only_model, "--input", str(source), "--json"])
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+# ------------------------------------------------------------------------------------------- sentence splitting
+
+
+def test_raw_text_lines_are_split_into_sentences_each_naming_its_line(model, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("The old man sat. A dog ran!\n\n. , !\nIt rained.\n", encoding="utf-8")
+    main(["parse", "--model", model, "--input", str(source)])
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [result["line"] for result in results] == [1, 1, 2, 3, 4]
+    assert [result["words"] for result in results] == [["The", "old", "man", "sat", "."], ["A", "dog", "ran", "!"],
+                                                       [], [".", ",", "!"], ["It", "rained", "."]]
+    assert [result.get("text") for result in results] == ["The old man sat.", "A dog ran!", None, None, "It rained."]
+    assert results[1]["offsets"] == [[17, 18], [19, 22], [23, 26], [26, 27]] and "error" in results[3]
+    main(["parse", "--model", model, "--input", str(source), "--no-split-sentences"])
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [result["words"] for result in results] == [["The", "old", "man", "sat.", "A", "dog", "ran", "!"], [],
+                                                       [".", ",", "!"], ["It", "rained", "."]]
+    assert not any("line" in result for result in results)
+
+
+def test_split_sentences_as_conllu_drawings_and_svg(model, tmp_path, capsys):
+    import conllu
+
+    main(["parse", "--model", model, "--conllu", "The old man sat. A dog ran!", "", "It rained."])
+    blocks = conllu.parse(capsys.readouterr().out)
+    assert [block.metadata.get("sent_id") for block in blocks] == ["1", "2", None, "3"]
+    assert ["newpar" in block.metadata for block in blocks] == [True, False, True, True]
+    assert [block.metadata.get("text") for block in blocks] == ["The old man sat.", "A dog ran!", None, "It rained."]
+    assert [token["misc"] for token in blocks[1]] == [None, None, {"SpaceAfter": "No"}, None]
+    svg = tmp_path / "parse.svg"
+    main(["parse", "--model", model, "--draw", "--svg", str(svg), "The old man sat. A dog ran!", "It rained."])
+    assert capsys.readouterr().out.count("root") == 3
+    for name, words in (("parse-1-1", ["The", "old", "man", "sat", "."]), ("parse-1-2", ["A", "dog", "ran", "!"]),
+                        ("parse-2", ["It", "rained", "."])):
+        root = ET.fromstring((tmp_path / f"{name}.svg").read_text(encoding="utf-8"))
+        assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == words
+    assert not svg.exists()

@@ -1,13 +1,18 @@
 """CoNLL-U written and read by its one owner, `hf_structure.data.conllu_format` (the `conllu` library's serializer
-and parser): `# sent_id` and `# text`, labels, comment-only blocks, and round trips. (Errors of the reader on bad
-files: tests/data/test_treebanks.py.)"""
+and parser): `# sent_id` and `# text`, labels, comment-only blocks, and round trips; a CoNLL-U file read to be
+parsed again and written back with its parse. (Errors of the treebank reader on bad files:
+tests/data/test_treebanks.py.)"""
+
+import io
 
 import conllu
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_structure.data.conllu_format import comment_block, parse_conllu, parse_to_conllu, parses_to_conllu
+from hf_structure.data.conllu_format import (comment_block, conllu_with_parse, parse_conllu, parse_to_conllu,
+                                              parses_to_conllu, read_conllu_sentences)
+from hf_structure.data.treebanks import TreebankFormatError
 from hf_structure.structs.trees import distances_heights_to_tree
 
 
@@ -42,7 +47,8 @@ def test_the_pipelines_results_as_conllu(tmp_path):
     from transformers import pipeline
 
     parser = pipeline("unsupervised-parsing", model=str(save_tiny_model(tmp_path / "tiny")))
-    results = parser(["The old man sat on the bench.", "a dog ran"], batch_size=2)
+    texts = parser(["The old man sat on the bench.", "a dog ran"], batch_size=2)  # a text gives a list of sentences
+    results = [sentence for sentences in texts for sentence in sentences]
     sentences = parse_conllu(parses_to_conllu(results, texts=["The old man sat on the bench.", "a dog ran"]))
     assert [(s["id"], s["words"], s["heads"]) for s in sentences] == [
         (str(number), r["words"], r["heads"]) for number, r in enumerate(results, 1)]
@@ -79,3 +85,70 @@ def test_reading_skips_multiword_tokens_and_empty_nodes():
     )
     assert parse_conllu(text) == [{"id": "a", "words": ["do", "n't", "go"], "upos": ["AUX", "PART", "VERB"],
                                    "heads": [3, 3, 0], "deprels": ["aux", "advmod", "root"]}]
+
+
+# ---------------------------------------------------------------------------------- a CoNLL-U file parsed again
+
+FILE_TO_PARSE = (
+    "# newdoc id = d1\n"
+    "# sent_id = 1\n"
+    "#no value\n"
+    "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "1\tdo\tdo\tAUX\tVBP\tMood=Ind\t_\t_\t_\t_\n"
+    "2\tn't\tnot\tPART\tRB\t_\t3\tadvmod\t_\t_\n"
+    "3\tgo\tgo\tVERB\tVB\t_\t_\t_\t_\tSpaceAfter=No\n"
+    "3.1\tgone\tgo\tVERB\t_\t_\t_\t_\t3:conj\t_\n"
+    "\r\n"
+    "\n"
+    "# only a comment\n"
+    "\n"
+    "1\tHi\t_\t_\t_\t_\t_\t_\t_\t_"  # no line end at the end of the file
+)
+
+
+def test_a_conllu_file_is_read_for_parsing_sentence_by_sentence_with_its_lines_as_they_are():
+    sentences = list(read_conllu_sentences(io.StringIO(FILE_TO_PARSE), "in.conllu"))
+    assert [(s.line, s.words) for s in sentences] == [(1, ["do", "n't", "go"]), (11, []), (13, ["Hi"])]
+    assert sentences[0].lines == FILE_TO_PARSE.split("\n")[:8]
+    assert sentences[0].metadata == {"newdoc id": "d1", "sent_id": "1"}
+    parsed = conllu_with_parse(sentences[0], {"words": ["do", "n't", "go"], "heads": [3, 3, 0],
+                                              "deprels": ["aux", "advmod", "root"]})
+    expected = FILE_TO_PARSE.split("\n")[:8]
+    expected[4] = "1\tdo\tdo\tAUX\tVBP\tMood=Ind\t3\taux\t_\t_"
+    expected[6] = "3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\tSpaceAfter=No"
+    assert parsed == "\n".join(expected) + "\n\n"  # only HEAD and DEPREL of the word lines changed
+    unlabelled = conllu_with_parse(sentences[2], {"words": ["Hi"], "heads": [0]})
+    assert unlabelled == "1\tHi\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
+    assert conllu_with_parse(sentences[1]) == "# only a comment\n\n"
+
+
+def test_a_sentence_that_was_not_parsed_keeps_its_lines_with_an_error_and_no_head():
+    (sentence,) = read_conllu_sentences(FILE_TO_PARSE.split("\n")[:8])
+    text = conllu_with_parse(sentence, error="sentence 1: too\nlong")
+    lines = text.split("\n")
+    assert lines[3] == "# error = sentence 1: too long"  # after the comments, on one line
+    assert lines[:3] + lines[4:] == [line if line.startswith(("#", "1-2", "3.1")) else
+                                     "\t".join(line.split("\t")[:6] + ["_", "_"] + line.split("\t")[8:])
+                                     for line in FILE_TO_PARSE.split("\n")[:8]] + ["", ""]
+    with pytest.raises(ValueError, match="3 words but 2 heads"):
+        conllu_with_parse(sentence, {"words": ["a", "b"], "heads": [0, 1]})
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("1\tA\t_\t_\t_\t_\t0\troot\t_\n", 1, "expected 10 tab-separated columns, got 9: '1\\tA"),
+    ("# c\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n2\tB\t_\t_\t_\t_\tx\tdep\t_\t_\n", 5,
+     "'x' is not a valid value for parse_int_value"),
+    ("1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n1\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 2, "word ID 1 where 2 was expected"),
+    ("2\tA\t_\t_\t_\t_\t0\troot\t_\t_\n", 1, "word ID 2 where 1 was expected"),
+])
+def test_bad_lines_of_a_file_to_parse_name_the_file_and_line(text, line, message):
+    with pytest.raises(TreebankFormatError) as error:
+        list(read_conllu_sentences(text.split("\n"), "in.conllu"))
+    assert str(error.value).startswith(f"in.conllu:{line}: ") and message in str(error.value)
+
+
+def test_a_parse_of_raw_text_marks_words_without_a_space_after_and_can_start_a_paragraph():
+    parse = {"words": ["Dogs", "bark", "."], "heads": [2, 0, 2], "offsets": [[0, 4], [5, 9], [9, 10]]}
+    (sentence,) = conllu.parse(parse_to_conllu(parse, 1, "Dogs bark.", newpar=True))
+    assert list(sentence.metadata.items()) == [("newpar", None), ("sent_id", "1"), ("text", "Dogs bark.")]
+    assert [token["misc"] for token in sentence] == [None, {"SpaceAfter": "No"}, None]

@@ -4,10 +4,14 @@ Reading keeps the word lines (multiword-token and empty-node lines are skipped) 
 tree; errors name the file (or source) and line. Writing gives one sentence block per parse, with `# sent_id` and
 `# text` comments when they are known. The pipeline's Hub copy cannot import `conllu`, so it returns parses and
 leaves the format to this module (`hf-structure parse --conllu`, or `parses_to_conllu` on the pipeline's results).
+A CoNLL-U file to be parsed again (`hf-structure parse --input FILE.conllu`) is read sentence by sentence as it
+streams (`read_conllu_sentences`: its own words, its lines kept) and written back with the parse's heads and labels
+in place (`conllu_with_parse`).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from ..structs.trees import check_heads
 from .treebanks import GoldSentence, TreebankFormatError, content_heads
@@ -108,13 +112,100 @@ def read_conllu_gold(path: str | Path) -> list[GoldSentence]:
     return sentences
 
 
+# ------------------------------------------------------------------------------------ parsing a CoNLL-U file again
+
+
+class ConlluSentence(NamedTuple):
+    """A sentence block of a CoNLL-U file to be parsed with its own (gold) tokenisation: its lines as read
+    (comments, word lines, multiword-token ranges, empty nodes; no line ends), the line number of the first, and the
+    FORM of each word line (integer ID) in order: the words to parse. `metadata` holds the comments as the `conllu`
+    library reads them (`sent_id`, `text` ...). A block of comments alone has no words."""
+
+    line: int
+    lines: list[str]
+    words: list[str]
+    metadata: dict
+
+
+def read_conllu_sentences(lines: Iterable[str], source: str = "<text>") -> Iterator[ConlluSentence]:
+    """The sentence blocks of CoNLL-U `lines` (a file's lines, line ends allowed), one at a time as they are read,
+    so a file of any size streams. Each line is read by the `conllu` library's own line parsers (so multiword
+    tokens and empty nodes are what it makes of them); HEAD and DEPREL may be `_` (the file is to be parsed). Every
+    error (not 10 tab-separated columns, a value `conllu` cannot read, word IDs that are not 1, 2, 3 ...) is a
+    TreebankFormatError naming `source` and the line."""
+    block: list[str] = []
+    first = 0
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip("\r\n")
+        if line.strip():
+            first = first or number
+            block.append(line)
+        elif block:
+            yield _conllu_sentence(block, first, source)
+            block, first = [], 0
+    if block:
+        yield _conllu_sentence(block, first, source)
+
+
+def _conllu_sentence(block: list[str], first: int, source: str) -> ConlluSentence:
+    from conllu.parser import DEFAULT_FIELDS, ParseException, parse_comment_line, parse_line
+
+    metadata, words = {}, []
+    for number, line in enumerate(block, start=first):
+        try:
+            if line.startswith("#"):
+                metadata.update(parse_comment_line(line))
+                continue
+            columns = line.count("\t") + 1
+            if columns != 10:
+                raise ParseException(f"expected 10 tab-separated columns, got {columns}: {line[:60]!r}")
+            token = parse_line(line, DEFAULT_FIELDS)
+        except ParseException as error:
+            raise TreebankFormatError(f"{source}:{number}: {error}") from None
+        if isinstance(token["id"], int):
+            if token["id"] != len(words) + 1:
+                raise TreebankFormatError(f"{source}:{number}: word ID {token['id']} where {len(words) + 1} was "
+                                          "expected (the words of a sentence are numbered 1, 2, 3 ...)")
+            words.append(token["form"])
+    return ConlluSentence(first, block, words, metadata)
+
+
+def conllu_with_parse(sentence: ConlluSentence, parse: dict | None = None, error: str | None = None) -> str:
+    """The sentence block as it was read, ending in a blank line, with HEAD and DEPREL of each word line from
+    `parse` (labels as `parse_to_conllu` gives them), every other column and line (comments, multiword tokens,
+    empty nodes) unchanged. Without a parse (a sentence that could not be parsed: `error`, written as an `# error`
+    comment after the others) HEAD and DEPREL are `_`, so that no value of the input passes for a parse."""
+    if parse is not None:
+        heads = parse["heads"]
+        deprels = parse.get("deprels") or ["root" if head == 0 else "dep" for head in heads]
+        if len(heads) != len(sentence.words):
+            raise ValueError(f"{len(sentence.words)} words but {len(heads)} heads")
+    from conllu.parser import ID_SINGLE
+
+    lines, word = [], 0
+    for line in sentence.lines:
+        columns = line.split("\t")
+        if not line.startswith("#") and ID_SINGLE.fullmatch(columns[0]):  # a word line, not a range or empty node
+            columns[6:8] = (str(heads[word]), deprels[word]) if parse is not None else ("_", "_")
+            word += 1
+            line = "\t".join(columns)
+        lines.append(line)
+    if error is not None:  # after the comments, before the first token line
+        comments = next((k for k, line in enumerate(lines) if not line.startswith("#")), len(lines))
+        lines.insert(comments, "# error = " + " ".join(error.split()))
+    return "".join(line + "\n" for line in lines) + "\n"
+
+
 # ------------------------------------------------------------------------------------------------------- writing
 
 
-def parse_to_conllu(parse: dict, sent_id: str | int | None = None, text: str | None = None) -> str:
+def parse_to_conllu(parse: dict, sent_id: str | int | None = None, text: str | None = None,
+                    newpar: bool = False) -> str:
     """One CoNLL-U sentence block (ending in a blank line) of a parse with `words` and `heads` (1-based, 0 = root),
     and `deprels` or `upos` where it has them. A parse without labels gets `root` for its root word and `dep` (UD's
-    unspecified dependency) for the others; columns the parse does not give are `_`."""
+    unspecified dependency) for the others; columns the parse does not give are `_`. A parse of raw text (with the
+    words' character `offsets`) marks each word that the next one follows without a space `SpaceAfter=No`, as UD
+    does; `newpar` starts a paragraph (`# newpar`, e.g. the first sentence of an input line)."""
     from conllu.models import Token, TokenList
 
     words, heads = parse["words"], parse.get("heads")
@@ -124,12 +215,19 @@ def parse_to_conllu(parse: dict, sent_id: str | int | None = None, text: str | N
         raise ValueError(f"{len(words)} words but {len(heads)} heads")
     deprels = parse.get("deprels") or ["root" if head == 0 else "dep" for head in heads]
     upos = parse.get("upos") or [None] * len(words)
+    offsets = parse.get("offsets")
+    misc = [None] * len(words)
+    if offsets:
+        for i in range(len(words) - 1):
+            if offsets[i][1] == offsets[i + 1][0]:
+                misc[i] = {"SpaceAfter": "No"}
     tokens = [
         Token(id=i, form=word, lemma=None, upos=tag, xpos=None, feats=None, head=head, deprel=deprel, deps=None,
-              misc=None)
-        for i, (word, tag, head, deprel) in enumerate(zip(words, upos, heads, deprels), start=1)
+              misc=extra)
+        for i, (word, tag, head, deprel, extra) in enumerate(zip(words, upos, heads, deprels, misc), start=1)
     ]
-    return TokenList(tokens, metadata=_metadata(sent_id, text)).serialize()
+    metadata = {"newpar": None} if newpar else {}
+    return TokenList(tokens, metadata={**metadata, **_metadata(sent_id, text)}).serialize()
 
 
 def comment_block(comments: dict, sent_id: str | int | None = None) -> str:
