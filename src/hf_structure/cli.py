@@ -62,6 +62,10 @@ def _count(text: str) -> int:
     return value
 
 
+THREADS_HELP = ("torch's CPU threads for the model (default: one per core that other processes leave free, at most "
+                "torch's default: README, Speed and threads)")
+
+
 # ----------------------------------------------------------------------------------------------------------- parse
 
 STDIN = "-"
@@ -333,7 +337,7 @@ def _parse(args) -> None:
     from .pipelines import load_parser
     from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description
 
-    load = functools.partial(load_parser, device=device)
+    load = functools.partial(load_parser, device=device, num_threads=args.threads)
     parser = _load("parse", load, _model_path("parse", args.model))
     options, flags = _pipeline_options(args)
     try:  # every option the command was given, against what the model declares, before any line is parsed
@@ -443,9 +447,10 @@ def _evaluate(args) -> dict:
     if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
         from .evaluation.scoring import evaluate_on_conllu
 
-        scores = {"parser": args.model, **evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size)}
+        scores = evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size, args.threads)
+        scores = {"parser": args.model, **scores}
     else:
-        scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size)}
+        scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size, args.threads)}
     perplexity_key = None
     if args.lm_text:
         from .evaluation.perplexity import language_model_perplexity
@@ -550,6 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--progress", action=argparse.BooleanOptionalAction,
                        help="a progress bar for --input on standard error (default: where it is a terminal)")
     parse.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: the pipeline's)")
+    parse.add_argument("--threads", type=_count, metavar="N", help=THREADS_HELP)
 
     evaluate = commands.add_parser("evaluate", help="score a model or a baseline on a gold treebank (one JSON line)")
     evaluate.add_argument(
@@ -567,6 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--batch-size", type=_count, default=64)
     evaluate.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: cpu)")
+    evaluate.add_argument("--threads", type=_count, metavar="N", help=THREADS_HELP)
     models = commands.add_parser("models", help="list the bundled models: name, model type, size, headline scores "
                                  "(from each folder's hf_structure_eval.json) and folder")
     models.add_argument("--json", action="store_true", help="one JSON list, for programs")
