@@ -34,3 +34,13 @@ def test_shared_machine_quick_compares_idle_with_busy(tmp_path):
                         "--lines", "2", "--input", str(source))
     row = next(line for line in out.splitlines() if line.startswith("structformer-ptb"))
     assert row.split()[1:3] == ["1", "1/1"] and row.split()[-1] == "yes"  # one thread idle and busy, same parses
+
+
+def test_sentence_splitting_quick_scores_our_splitter_against_gold_boundaries():
+    from tests.helpers.paths import require_data
+
+    treebank = require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
+    out = run_benchmark("benchmarks/sentence_splitting.py", "--quick", "--treebank", str(treebank))
+    row = next(line for line in out.splitlines() if line.startswith("ours"))
+    precision, recall = (float(value.rstrip("%")) for value in row.split()[-5:-3])
+    assert 0 < precision <= 100 and 0 < recall <= 100
