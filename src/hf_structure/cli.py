@@ -521,12 +521,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    parse = commands.add_parser("parse", help="parse sentences (one JSON line per input line, written as it goes)")
+    parse = commands.add_parser("parse", help="parse text into sentences and trees (one JSON line per sentence, "
+                                "written as it goes)")
     parse.add_argument("text", nargs="*", help="sentences to parse, one per argument (quote each), or use --input")
     parse.add_argument("--model", default=DEFAULT_MODEL, help=f"folder, Hub id or bundled name ({DEFAULT_MODEL})")
-    parse.add_argument("--input", metavar="FILE", help="a UTF-8 file with one sentence per line (blank lines give "
-                       "empty results; only a line feed ends a line), a CoNLL-U file (its own words are parsed), or - "
-                       f"for standard input; read and written {WINDOW_BATCHES} batches at a time")
+    parse.add_argument("--input", metavar="FILE", help="a UTF-8 text file (each line raw text split into sentences, "
+                       "or one sentence with --pretokenized / --no-split-sentences; blank lines give empty results; "
+                       "only a line feed ends a line), a CoNLL-U file (its own words are parsed), or - for standard "
+                       f"input; read and written {WINDOW_BATCHES} batches at a time")
     parse.add_argument("--input-format", choices=("text", "conllu"),
                        help="what --input holds (default: conllu for a .conllu file, text otherwise)")
     parse.add_argument("--output", help="write here (default: standard output)")
@@ -550,7 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
     style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON (the default for CoNLL-U "
                        "input: its lines as read, HEAD and DEPREL from the parse)")
     style.add_argument("--json", action="store_true", help="write JSON lines (the default, except for CoNLL-U input)")
-    parse.add_argument("--svg", metavar="OUT.svg", help="also draw each parse as SVG (OUT-<line>.svg if several)")
+    parse.add_argument("--svg", metavar="OUT.svg", help="also draw each parse as SVG (OUT-<line>.svg if several; "
+                       "OUT-<line>-<k>.svg for the k-th of several sentences of a line)")
     parse.add_argument("--strict", action="store_true", help="exit with status 1 when any line fails")
     parse.add_argument("--batch-size", type=_count, default=32)
     parse.add_argument("--progress", action=argparse.BooleanOptionalAction,
