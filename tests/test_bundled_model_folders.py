@@ -52,11 +52,16 @@ def broken_copy(good_folder, tmp_path, breakage: str):
     if breakage == "no-weights":
         (folder / "model.safetensors").unlink()
         return folder, rf"{folder} has no weights \(model.safetensors or pytorch_model.bin\)"
+    if breakage == "missing-shard":  # sharded weights whose index names a file that is not there
+        (folder / "model.safetensors").rename(folder / "model-00001-of-00002.safetensors")
+        weight_map = {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}
+        (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+        return folder, f"{folder} lacks model-00002-of-00002.safetensors, a part of its weights"
     raise AssertionError(breakage)
 
 
 BREAKAGES = ["no-tokenizer", "no-sentencepiece-tokenizer", "truncated-weights", "unknown-model-type", "no-model-type",
-             "no-config", "no-weights"]
+             "no-config", "no-weights", "missing-shard"]
 
 
 @pytest.mark.parametrize("breakage", BREAKAGES)
