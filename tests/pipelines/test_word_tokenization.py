@@ -282,6 +282,7 @@ SENTENCE_CASES = [
     # A newline is a space; a blank line ends a sentence, with or without a terminator.
     ("one line\nanother line. Next", ["one line\nanother line.", "Next"]),
     ("Title\n\nFirst one. Second one.\n \t\n\n Last", ["Title", "First one.", "Second one.", "Last"]),
+    ("A heading\u2029the text", ["A heading", "the text"]),  # a paragraph separator is a blank line
     # No space after the terminator: no end (URLs, file names, decimals).
     ("Visit example.com.Now or read a.txt", ["Visit example.com.Now or read a.txt"]),
     # A piece without a letter or digit joins its neighbour.

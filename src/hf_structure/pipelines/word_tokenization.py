@@ -9,6 +9,10 @@ split while inner abbreviation periods stay attached, and brackets are kept as `
 It works by rewriting the string with a fixed sequence of substitutions that pad tokens with spaces, then splitting
 on whitespace. The ORDER of the rules matters: later rules look at spaces and characters that earlier ones produced
 or left alone, so the sequence below mirrors nltk's exactly (tests/pipelines/test_word_tokenization.py checks it).
+
+For raw text the pipeline uses two functions built on it: `sentence_offsets` (a rule-based English sentence
+splitter) and `tokenize_with_offsets` (the same words, each with its character offsets in the text, typographic
+punctuation split as its ASCII form).
 """
 
 import re
@@ -139,8 +143,10 @@ def tokenize_with_offsets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
             length = len(token)
         elif token in ("``", "''") and copy[position] == '"':
             length = 1
-        else:  # '' written as `` after a space (or the other way round)
+        elif token in ("``", "''") and copy.startswith(("``", "''"), position):  # '' written as `` after a space
             length = 2
+        else:  # the rules above never do this; wrong offsets would be worse than an error
+            raise ValueError(f"cannot align the word {token!r} with character {origin[position]} of {text!r}")
         start, end = origin[position], origin[position + length - 1] + 1
         words.append(token if text[start:end] == copy[position : position + length] else text[start:end])
         offsets.append((start, end))
@@ -157,8 +163,8 @@ _CLOSERS = "\"')\\]}\u201d\u2019\u00bb\u203a"
 _OPENERS = "\"'(\\[{\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1`"
 # A word (from the previous whitespace), the terminators ending it, closers; then whitespace or the end.
 _CANDIDATE_END = re.compile(rf"(?<!\S)(\S*?)([{_TERMINATORS}]+)([{_CLOSERS}]*)(?=\s|$)")
-# A blank line (two newlines with only other whitespace between) always ends a sentence.
-_BLANK_LINE = re.compile(r"\n[^\S\n]*\n\s*")
+# A blank line (two newlines with only other whitespace between) or a paragraph separator always ends a sentence.
+_BLANK_LINE = re.compile(r"(?:\n[^\S\n]*\n|\u2029)\s*")
 _NEXT_WORD = re.compile(rf"\s*[{_OPENERS}]*(\S?)")
 _HAS_WORD_CHARACTER = re.compile(r"\w")
 
@@ -195,11 +201,12 @@ def sentence_offsets(text: str) -> list[tuple[int, int]]:
     quotes and brackets right after it, when whitespace and then a word that does not start with a lowercase letter
     follow (a digit too, after a period), and not after a period ending a known abbreviation (Mr. Dr. Inc. etc. vs.
     ...: `ABBREVIATIONS`), a dotted one (U.S. e.g. a.m.) or an initial (J. Smith). A blank line always ends one; a
-    single newline is a space. A piece without a letter or digit (a stray "..." or "--") joins the sentence before it.
+    single newline is a space. A piece without a letter or digit (a stray "..." or "--") joins its neighbour.
 
-    Not handled: a sentence ending in an abbreviation, an initial or "No."-like words before a capitalised word is
-    not split there (U.S. He left), nor is one followed by a lowercase start (web text: "thanks. i will"); a
-    terminator with no space after it (end.Next) ends nothing; no list markers, headings or emoticons are recognised.
+    Not handled: a sentence that ends with an abbreviation or an initial is not split there before a capitalised word
+    (moved to the U.S. He left), nor before a lowercase start (web text: "thanks. i will"); a terminator with no
+    space after it (end.Next) ends nothing; a sentence without a terminator ends only at a blank line; no list
+    markers, headings or emoticons are recognised.
     """
     ends = []
     paragraph_start = 0
@@ -219,9 +226,8 @@ def sentence_offsets(text: str) -> list[tuple[int, int]]:
         start = end
         if stripped_start >= stripped_end:
             continue
-        if spans and not _HAS_WORD_CHARACTER.search(text, stripped_start, stripped_end):
-            spans[-1] = (spans[-1][0], stripped_end)
-        elif spans and not _HAS_WORD_CHARACTER.search(text, *spans[-1]):
+        has_word = _HAS_WORD_CHARACTER.search(text, stripped_start, stripped_end)
+        if spans and not (has_word and _HAS_WORD_CHARACTER.search(text, *spans[-1])):  # a piece joins its neighbour
             spans[-1] = (spans[-1][0], stripped_end)
         else:
             spans.append((stripped_start, stripped_end))
