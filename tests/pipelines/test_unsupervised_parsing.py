@@ -434,6 +434,11 @@ def test_split_sentences_false_parses_each_string_as_one_sentence(parser):
     assert parser([PARAGRAPH, "a dog ran"], split_sentences=False, batch_size=2) == [[result], parser("a dog ran")]
     with pytest.raises(TypeError, match="split_sentences must be True or False, got 'no'"):
         parser(PARAGRAPH, split_sentences="no")
+    from transformers import pipeline
+
+    unsplit = pipeline("unsupervised-parsing", model=parser.model, tokenizer=parser.tokenizer, split_sentences=False)
+    assert unsplit(PARAGRAPH) == [result]  # the option given at construction
+    assert unsplit(PARAGRAPH, split_sentences=True) == parser(PARAGRAPH)
 
 
 def test_a_batch_of_texts_is_one_batch_of_all_their_sentences(parser, monkeypatch):
