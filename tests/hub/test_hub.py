@@ -412,6 +412,7 @@ import json
 from transformers import AutoModel, AutoTokenizer, pipeline
 
 folder, sentences, text = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+PARAGRAPH = "Dogs bark. \u201cCats\u201d don\u2019t."
 model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
 tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)  # it reads config.json (auto_map)
 parses = []
@@ -419,8 +420,9 @@ for sentence in sentences:
     parses.append(model.parse([sentence.split()], tokenizer)[0])
 parser = pipeline(model=folder, trust_remote_code=True)  # the task comes from config.json's custom_pipelines
 (parsed,) = parser(text)
+paragraph = [(result["words"], result["text"]) for result in parser(PARAGRAPH)]  # word_tokenization.py travelled
 assert not any(name.split(".")[0] in ("hf_structure", "nltk") for name in sys.modules)
-print(json.dumps({"model": parses, "pipeline": parsed, "model_class": type(model).__name__,
+print(json.dumps({"model": parses, "pipeline": parsed, "paragraph": paragraph, "model_class": type(model).__name__,
                   "model_module": type(model).__module__, "pipeline_module": type(parser).__module__,
                   "task": parser.task}))
 """
@@ -440,3 +442,5 @@ def test_export_loads_with_remote_code_where_hf_structure_is_absent(exported, ex
     assert [normalise(p) for p in out["model"]] == expected["model"]
     assert normalise(out["pipeline"]) == expected["pipeline"]
     assert out["pipeline"]["tree"] == expected["tree"]
+    assert out["paragraph"] == [[["Dogs", "bark", "."], "Dogs bark."],
+                                [["\u201c", "Cats", "\u201d", "do", "n\u2019t", "."], "\u201cCats\u201d don\u2019t."]]
