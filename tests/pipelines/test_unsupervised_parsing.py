@@ -439,6 +439,8 @@ def test_split_sentences_false_parses_each_string_as_one_sentence(parser):
     unsplit = pipeline("unsupervised-parsing", model=parser.model, tokenizer=parser.tokenizer, split_sentences=False)
     assert unsplit(PARAGRAPH) == [result]  # the option given at construction
     assert unsplit(PARAGRAPH, split_sentences=True) == parser(PARAGRAPH)
+    assert unsplit(PARAGRAPH, split_sentences=None) == [result]  # None: the pipeline's setting
+    assert parser(PARAGRAPH, split_sentences=None) == parser(PARAGRAPH)
 
 
 def test_a_batch_of_texts_is_one_batch_of_all_their_sentences(parser, monkeypatch):

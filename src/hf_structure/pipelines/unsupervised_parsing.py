@@ -351,7 +351,9 @@ class UnsupervisedParsingPipeline(Pipeline):
 
     def __call__(self, inputs, **kwargs):
         split = bool(kwargs.get("is_split_into_words"))
-        split_sentences = kwargs.get("split_sentences", self._preprocess_params.get("split_sentences", True))
+        split_sentences = kwargs.get("split_sentences")
+        if split_sentences is None:  # the pipeline's own setting
+            split_sentences = self._preprocess_params.get("split_sentences", True)
         if isinstance(inputs, str):
             if split:
                 check_words(inputs, "the sentence")  # the TypeError for a string given as words
