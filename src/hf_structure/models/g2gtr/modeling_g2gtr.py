@@ -195,24 +195,32 @@ class G2GTrAttention(nn.Module):
         self.relation_values = G2GTrNewEmbedding(3, self.head_dim) if graph else None
 
     def forward(self, hidden: torch.Tensor, mask_bias: torch.Tensor, relations: torch.Tensor | None) -> torch.Tensor:
-        batch, length, _ = hidden.shape
+        return self.attend(*self.project(hidden), mask_bias, relations)
 
-        def heads(x):
-            return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+    def project(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys and values of `hidden` `(B, L, d)`, each `(B, heads, L, head_dim)`."""
+        return tuple(self.split_heads(linear(hidden)) for linear in (self.query, self.key, self.value))
 
-        query, key, value = heads(self.query(hidden)), heads(self.key(hidden)), heads(self.value(hidden))
+    def split_heads(self, projected: torch.Tensor) -> torch.Tensor:
+        """`(B, L, d)` -> `(B, heads, L, head_dim)`."""
+        return projected.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+
+    def attend(self, query, key, value, mask_bias, relations) -> torch.Tensor:
+        """The attention of `query` `(B, heads, Q, head_dim)` over `key` and `value` `(B, heads, L, head_dim)`:
+        `(B, Q, d)`. `relations` `(B, Q, L)`: the relation of each query's piece to each piece (None: no graph
+        input). The queries may be those of some pieces only (decoding reads the top layer at three pieces)."""
         scores = query @ key.transpose(-1, -2)
         if relations is not None:
-            # q_i . r_k for the three relation types, then picked per pair (i, j): no (B, H, L, L, d) tensor.
+            # q_i . r_k for the three relation types, then picked per pair (i, j): no (B, H, Q, L, d) tensor.
             per_type = query @ self.relation_keys.weight.t()
             scores = scores + per_type.gather(-1, relations[:, None].expand(-1, self.num_heads, -1, -1))
         weights = self.dropout(torch.softmax(scores / math.sqrt(self.head_dim) + mask_bias, dim=-1))
         context = weights @ value
         if relations is not None:
-            one_hot = F.one_hot(relations, 3).to(weights.dtype)  # (B, L, L, 3)
+            one_hot = F.one_hot(relations, 3).to(weights.dtype)  # (B, Q, L, 3)
             mass = torch.einsum("bhij,bijr->bhir", weights, one_hot)  # attention on each relation type
             context = context + mass @ self.relation_values.weight
-        return context.transpose(1, 2).reshape(batch, length, -1)
+        return context.transpose(1, 2).flatten(2)
 
 
 class G2GTrLayer(nn.Module):
@@ -229,8 +237,22 @@ class G2GTrLayer(nn.Module):
         self.output_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, hidden, mask_bias, relations=None):
-        attended = self.dropout(self.attention_output(self.attention(hidden, mask_bias, relations)))
+    def forward(self, hidden, mask_bias, relations=None, real=None):
+        """`real` `(B, L)`: the pieces that are not pads. With it the feed-forward runs there only, and a pad's
+        output is 0: no piece attends to a pad (its attention weight is exactly 0), so no real piece's output
+        changes."""
+        context = self.attention(hidden, mask_bias, relations)
+        if real is None:
+            return self.after_attention(hidden, context)
+        packed = self.after_attention(hidden[real], context[real])
+        output = packed.new_zeros(hidden.shape)
+        output[real] = packed
+        return output
+
+    def after_attention(self, hidden: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """The block's output at the pieces of `hidden` `(B, Q, d)` (its input there) from their attention
+        `context` `(B, Q, d)`."""
+        attended = self.dropout(self.attention_output(context))
         hidden = self.attention_norm(hidden + attended)
         return self.output_norm(hidden + self.dropout(self.output(self.activation(self.intermediate(hidden)))))
 
@@ -296,11 +318,11 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         return self.config.encoder_config.num_hidden_layers - self.config.graph_layers
 
     def encode_sentences(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The layers below the graph layers, once per sentence: `(S, T, d)`."""
+        """The layers below the graph layers, once per sentence: `(S, T, d)`, 0 at pads."""
         hidden = self.embeddings(input_ids)
-        mask_bias = _mask_bias(attention_mask, hidden.dtype)
+        mask_bias, real = _mask_bias(attention_mask, hidden.dtype), attention_mask.bool()
         for layer in self.layers[: self.first_graph_layer]:
-            hidden = layer(hidden, mask_bias)
+            hidden = layer(hidden, mask_bias, real=real)
         return hidden
 
     def encode_configurations(self, sentence_states, attention_mask, relations, token_labels):
@@ -317,6 +339,11 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
     def classify(self, states: torch.Tensor, slot_positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Action and label logits from the pieces at `slot_positions` `(C, 3)` (s1, s0, b0; -1: empty)."""
         picked = states.gather(1, slot_positions.clamp(min=0)[:, :, None].expand(-1, -1, states.size(-1)))
+        return self.classify_slots(picked, slot_positions)
+
+    def classify_slots(self, picked: torch.Tensor, slot_positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`classify` from the states already picked at `slot_positions`: `picked` `(C, 3, d)`, any row at an
+        empty slot."""
         empty = (slot_positions < 0)[:, :, None]
         picked = torch.where(empty, self.empty_slots.to(picked.dtype), picked)
         action_logits = self.action_classifier(picked.flatten(1))
@@ -372,7 +399,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], tokenizer) -> list[dict]:
         """Parse a batch of sentences given as words (punctuation included). All unfinished sentences advance one
-        transition per step; illegal actions are never chosen, so the heads always form a tree.
+        transition per step; illegal actions are never chosen, so the heads always form a tree. The graph layers
+        run again for a sentence only after an arc (`G2GTrDecodingCache`).
 
         Returns one dict per sentence: `words`, `heads` (1-based, 0 = root) and `deprels`. Raises ValueError naming
         the sentence when one has no word or more word pieces than the encoder's positions.
@@ -380,39 +408,41 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
         first_pieces = inputs["first_pieces"].tolist()
         device = self.device
-        input_ids = inputs["input_ids"].to(device)
         attention_mask = inputs["attention_mask"].to(device)
-        states = self.encode_sentences(input_ids, attention_mask)
         relations = initial_piece_relations(first_pieces, inputs["lengths"].tolist(), inputs["attention_mask"])
-        relations = relations.to(device)
-        token_labels = torch.zeros_like(input_ids)
+        cache = G2GTrDecodingCache(self, self.encode_sentences(inputs["input_ids"].to(device), attention_mask),
+                                   attention_mask, relations.to(device))
         configurations = [SwapConfiguration(len(words)) for words in sentences]
-        while True:
-            active = [b for b, c in enumerate(configurations) if not c.is_terminal()]
-            if not active:
-                break
-            index = torch.tensor(active, device=device)
-            slots = [configuration_slot_positions(configurations[b], first_pieces[b]) for b in active]
-            slots = torch.tensor(slots, device=device)
-            hidden = self.encode_configurations(states[index], attention_mask[index], relations[index],
-                                                token_labels[index])
-            action_logits, label_logits = self.classify(hidden, slots)
+        active = list(range(len(sentences)))  # the unfinished sentences, in the cache's order
+        changed = []  # the cache rows whose graph changed since their graph layers last ran
+        while active:
+            cache.encode(torch.tensor(changed, dtype=torch.long, device=device))
+            slots = torch.tensor(
+                [configuration_slot_positions(configurations[b], first_pieces[b]) for b in active], device=device
+            )
+            action_logits, label_logits = self.classify_slots(cache.top_states(slots), slots)
             legal = torch.tensor([configurations[b].legal_actions() for b in active], device=device)
             actions = action_logits.masked_fill(~legal, float("-inf")).argmax(-1).tolist()
             labels = label_logits.argmax(-1).tolist()
-            for b, action, (left_label, right_label) in zip(active, actions, labels):
+            arcs = []  # (cache row, head piece, dependent piece, label)
+            for row, (b, action, (left_label, right_label)) in enumerate(zip(active, actions, labels)):
                 configuration = configurations[b]
                 if action in (LEFT_ARC, RIGHT_ARC):
                     label = left_label if action == LEFT_ARC else right_label
                     s1, s0 = configuration.stack[-2], configuration.stack[-1]
                     head, dependent = (s0, s1) if action == LEFT_ARC else (s1, s0)
-                    head_piece, dependent_piece = first_pieces[b][head], first_pieces[b][dependent]
-                    relations[b, head_piece, dependent_piece] = TO_DEPENDENT
-                    relations[b, dependent_piece, head_piece] = TO_HEAD
-                    token_labels[b, dependent_piece] = label + 1
+                    arcs.append((row, first_pieces[b][head], first_pieces[b][dependent], label))
                     configuration.apply(action, label)
                 else:
                     configuration.apply(action)
+            if arcs:
+                cache.add_arcs(*torch.tensor(arcs, device=device).unbind(1))
+            unfinished = [row for row, b in enumerate(active) if not configurations[b].is_terminal()]
+            if len(unfinished) < len(active):
+                cache.keep(torch.tensor(unfinished, dtype=torch.long, device=device))
+            new_row = {row: new for new, row in enumerate(unfinished)}
+            changed = [new_row[row] for row, *_ in arcs if row in new_row]
+            active = [active[row] for row in unfinished]
         return [
             {
                 "words": list(words),
@@ -421,6 +451,103 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             }
             for words, configuration in zip(sentences, configurations)
         ]
+
+
+class G2GTrDecodingCache:
+    """What decoding keeps of each unfinished sentence of a batch between transitions, one row per sentence.
+
+    Only arcs change a configuration's graph input (relations and labels); SHIFT and SWAP move words between stack
+    and buffer, which only the classifiers see. So the graph layers run for a sentence at the start and after each of
+    its arcs (`encode`), and what they give is kept: the top layer's input, keys and values at every piece. The
+    classifiers read the top layer at three pieces (s1, s0, b0), so at every step its queries, attention and
+    feed-forward run at those pieces only (`top_states`). An arc changes the first graph layer's input at one piece
+    (the dependent's label), so that layer's queries, keys and values are kept too and projected again at that piece
+    only (`add_arcs`). Below the top layer the feed-forward runs at real pieces only, not at pads: a pad is never
+    attended to (its attention weight is exactly 0), so its keys and values are left at zero. Each real piece's
+    numbers are those of running every layer at every piece. Finished sentences leave the cache (`keep`), so each
+    step works on unfinished sentences only.
+    """
+
+    def __init__(self, model: G2GTrForParsing, states: torch.Tensor, attention_mask: torch.Tensor,
+                 relations: torch.Tensor):
+        """`states` `(S, T, d)`: the layers below the graph layers; `relations` `(S, T, T)`: the graphs before any
+        arc."""
+        self.model = model
+        self.states, self.relations, self.real = states, relations, attention_mask.bool()
+        self.mask_bias = _mask_bias(attention_mask, states.dtype)
+        self.graph_layers = model.layers[model.first_graph_layer :]
+        if not self.graph_layers:
+            return
+        token_labels = torch.zeros(states.shape[:2], dtype=torch.long, device=states.device)
+        self.inputs = states + model.label_embeddings(token_labels)  # the first graph layer's
+        self.projections = self.graph_layers[0].attention.project(self.inputs)  # its queries, keys, values
+        if len(self.graph_layers) > 1:
+            attention = self.graph_layers[-1].attention
+            heads_shape = (len(states), attention.num_heads, states.size(1), attention.head_dim)
+            self.top_inputs = torch.zeros_like(states)
+            self.top_keys, self.top_values = states.new_zeros(heads_shape), states.new_zeros(heads_shape)
+            self.encode(torch.arange(len(states), device=states.device))
+
+    def encode(self, rows: torch.Tensor) -> None:
+        """Runs the graph layers below the top one for the sentences at `rows`, and the top layer's keys and
+        values. (With one graph layer, `add_arcs` keeps them.)"""
+        if len(self.graph_layers) < 2 or not len(rows):
+            return
+        first, *middle, top = self.graph_layers
+        mask_bias, relations = self.mask_bias[rows], self.relations[rows]
+        context = first.attention.attend(*(kept[rows] for kept in self.projections), mask_bias, relations)
+        local, pieces = self.real[rows].nonzero(as_tuple=True)  # the real pieces
+        sentences = rows[local]
+        hidden = first.after_attention(self.inputs[sentences, pieces], context[local, pieces])
+        if middle:
+            padded = hidden.new_zeros(context.shape)
+            padded[local, pieces] = hidden
+            for layer in middle:
+                padded = layer(padded, mask_bias, relations, real=self.real[rows])
+            hidden = padded[local, pieces]
+        self.top_inputs[sentences, pieces] = hidden.to(self.top_inputs.dtype)
+        for kept, linear in ((self.top_keys, top.attention.key), (self.top_values, top.attention.value)):
+            # (under autocast the projections are in a lower precision than the states: kept as the states)
+            kept[sentences, :, pieces] = linear(hidden).unflatten(-1, kept.shape[1:2] + kept.shape[3:]).to(kept.dtype)
+
+    def top_states(self, slot_positions: torch.Tensor) -> torch.Tensor:
+        """The encoder's output at `slot_positions` `(S, 3)` of each sentence (-1, an empty slot: any row):
+        `(S, 3, d)`."""
+        positions = slot_positions.clamp(min=0)
+        d = self.states.size(-1)
+        if not self.graph_layers:
+            return self.states.gather(1, positions[:, :, None].expand(-1, -1, d))
+        top = self.graph_layers[-1]
+        if len(self.graph_layers) > 1:
+            inputs, keys, values = self.top_inputs, self.top_keys, self.top_values
+        else:
+            inputs, (_, keys, values) = self.inputs, self.projections
+        inputs = inputs.gather(1, positions[:, :, None].expand(-1, -1, d))
+        queries = top.attention.split_heads(top.attention.query(inputs))
+        relations = self.relations.gather(1, positions[:, :, None].expand(-1, -1, self.relations.size(-1)))
+        return top.after_attention(inputs, top.attention.attend(queries, keys, values, self.mask_bias, relations))
+
+    def add_arcs(self, rows, heads, dependents, labels) -> None:
+        """Adds the arcs head -> dependent (first pieces) with `labels` (ids) to the sentences at `rows`."""
+        if not self.graph_layers:
+            return
+        self.relations[rows, heads, dependents] = TO_DEPENDENT
+        self.relations[rows, dependents, heads] = TO_HEAD
+        changed = self.states[rows, dependents] + self.model.label_embeddings(labels + 1)
+        self.inputs[rows, dependents] = changed.to(self.inputs.dtype)
+        for kept, projected in zip(self.projections, self.graph_layers[0].attention.project(changed[:, None])):
+            kept[rows, :, dependents] = projected[:, :, 0].to(kept.dtype)
+
+    def keep(self, rows: torch.Tensor) -> None:
+        """Keeps the sentences at `rows` only, in that order."""
+        names = ["states", "relations", "real", "mask_bias"]
+        if self.graph_layers:
+            names.append("inputs")
+            self.projections = tuple(kept[rows] for kept in self.projections)
+        if len(self.graph_layers) > 1:
+            names += ["top_inputs", "top_keys", "top_values"]
+        for name in names:
+            setattr(self, name, getattr(self, name)[rows])
 
 
 def _mask_bias(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
