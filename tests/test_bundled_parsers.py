@@ -69,6 +69,6 @@ def test_the_export_parses_the_same_without_hf_structure(name, tmp_path):
 
     out = push_model(name, f"org/{name}", dry_run_dir=str(tmp_path / "export"))
     parser = pipeline("unsupervised-parsing", model=name)
-    expected = [[result["heads"], result["deprels"]] for result in parser(SENTENCES)]
+    expected = [[[s["heads"], s["deprels"]] for s in text] for text in parser(SENTENCES)]  # a text: its sentences
     results = parse_without_hf_structure(out, SENTENCES, tmp_path, blocked=(PARSERS[name]["package"],))
-    assert [[result["heads"], result["deprels"]] for result in results] == expected
+    assert [[[s["heads"], s["deprels"]] for s in text] for text in results] == expected

@@ -52,7 +52,10 @@ def test_the_pipelines_results_as_conllu(tmp_path):
     sentences = parse_conllu(parses_to_conllu(results, texts=["The old man sat on the bench.", "a dog ran"]))
     assert [(s["id"], s["words"], s["heads"]) for s in sentences] == [
         (str(number), r["words"], r["heads"]) for number, r in enumerate(results, 1)]
-    assert conllu.parse(parses_to_conllu(results))[1].metadata["text"] == "a dog ran"  # default: the words
+    texts_written = [block.metadata["text"] for block in conllu.parse(parses_to_conllu(results))]
+    assert texts_written == ["The old man sat on the bench.", "a dog ran"]  # default: each sentence's own text
+    words_only = [{key: r[key] for key in ("words", "heads")} for r in results]
+    assert conllu.parse(parses_to_conllu(words_only))[0].metadata["text"] == "The old man sat on the bench ."
     with pytest.raises(ValueError, match="1 texts for 2 parses"):
         parses_to_conllu(results, texts=["one"])
 

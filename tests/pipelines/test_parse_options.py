@@ -182,7 +182,7 @@ def test_the_cli_refuses_conllu_for_a_model_without_heads_before_parsing(parsers
         main(["parse", "--model", folders[name], "--conllu", "--output", str(out), " ".join(WORDS)])
     assert exit_info.value.code == (
         f"hf-structure parse: --conllu: R2D2Model (model type 'r2d2', {model.name_or_path}) gives no dependency heads, "
-        "which CoNLL-U holds; use the JSON output, --draw or --svg"
+        "which CoNLL-U holds; use --json, --draw or --svg"
     )
     assert not out.exists()
 

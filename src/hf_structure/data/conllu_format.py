@@ -240,9 +240,9 @@ def comment_block(comments: dict, sent_id: str | int | None = None) -> str:
 
 def parses_to_conllu(parses: Iterable[dict], texts: Iterable[str] | None = None) -> str:
     """CoNLL-U of several parses (e.g. the pipeline's results), numbered from 1 in `# sent_id`, with `# text` the
-    given texts (default: the words joined by spaces)."""
+    given texts (default: a parse's own `text`, which parses of raw text hold, else its words joined by spaces)."""
     parses = list(parses)
-    texts = list(texts) if texts is not None else [" ".join(parse["words"]) for parse in parses]
+    texts = list(texts) if texts is not None else [parse.get("text", " ".join(parse["words"])) for parse in parses]
     if len(texts) != len(parses):
         raise ValueError(f"{len(texts)} texts for {len(parses)} parses")
     return "".join(parse_to_conllu(parse, number, text) for number, (parse, text) in enumerate(zip(parses, texts), 1))
