@@ -276,7 +276,7 @@ def test_an_exported_r2d2_parses_the_same_as_remote_code(tiny_r2d2_folder, tmp_p
     sentence = "The old man sat on the bench ."
     from transformers import pipeline
 
-    expected = pipeline("unsupervised-parsing", model=str(tiny_r2d2_folder))(sentence)
+    [expected] = pipeline("unsupervised-parsing", model=str(tiny_r2d2_folder))(sentence)  # one sentence
     code = f"""
 import sys
 class Block:
@@ -286,7 +286,7 @@ class Block:
 sys.meta_path.insert(0, Block())
 from transformers import pipeline
 result = pipeline(model={str(out)!r}, trust_remote_code=True)({sentence!r})
-print(result['tree'])
+print(result[0]['tree'])
 """
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
