@@ -8,7 +8,7 @@ on the same sentences, and prints both rates, the speed-up and how many parses (
 Each parser runs in a fresh subprocess (so each can import its own hf_structure), all with the same thread count,
 round after round in turn (`--rounds`), because on a shared machine only figures measured close together compare;
 each round prints the load average and the process's CPU seconds beside the wall-clock time. `--profile` first
-times the stages of G2GTr's parse (and the baseline's) on the first `--profile-sentences` sentences.
+times the stages of each parser's parse (CPU seconds) on the first `--profile-sentences` sentences.
 
 `naive`: our decoding and training (the layers below the graph layers once per sentence; configurations batched)
 against the naive loop (one configuration at a time through the whole encoder, same weights), on EWT train
@@ -192,6 +192,19 @@ def instrument_g2gtr(parser, timer: StageTimer) -> None:
     model.parse = timer.wrap("transition bookkeeping", model.parse)  # what parse does besides the stages above
 
 
+def instrument_arc_hybrid(parser, timer: StageTimer) -> None:
+    """Times the stages of arc-hybrid's parse."""
+    import hf_structure.models.arc_hybrid.modeling_arc_hybrid as modeling
+
+    model = parser.model
+    modeling.encode_word_pieces = timer.wrap("tokenization", modeling.encode_word_pieces)
+    modeling.stack_size_dp = timer.wrap("stack-size DP (decoding)", modeling.stack_size_dp)
+    model.encoder.forward = timer.wrap("encoder (BERT, 6 layers)", model.encoder.forward)
+    for scorer in ("arc_log_probs", "transition_log_probs", "matching_log_probs", "label_logits"):
+        setattr(model, scorer, timer.wrap("scorers (arcs, transitions, matchings, labels)", getattr(model, scorer)))
+    model.parse = timer.wrap("the rest of parse", model.parse)
+
+
 def child(args) -> None:
     """One parser in this process: parse the sentences of `args.words` (a JSON file) through the pipeline after a
     warm-up, write the timings and parses to `args.result`."""
@@ -204,7 +217,7 @@ def child(args) -> None:
     parser(sentences[:WARMUP_SENTENCES], batch_size=args.batch_size, is_split_into_words=True)
     timer = StageTimer()
     if args.profile:
-        instrument_g2gtr(parser, timer)
+        (instrument_g2gtr if args.model.startswith("g2gtr") else instrument_arc_hybrid)(parser, timer)
         parse = timer.wrap("pipeline (checks, batching, output)", parser)
     else:
         parse = parser
@@ -253,7 +266,7 @@ def pipeline_comparison(args) -> None:
     sentences = [sentence["words"] for sentence in read_conllu(args.treebank)][: args.limit]
     contenders = {name: ROOT / "src" for name in PIPELINE_MODELS}
     if args.baseline_src:
-        contenders["g2gtr-ewt (baseline)"] = Path(args.baseline_src).resolve()
+        contenders.update((f"{name} (baseline)", Path(args.baseline_src).resolve()) for name in PIPELINE_MODELS)
     torch.set_num_threads(args.threads)
     print(f"{machine_description()}; {len(sentences)} sentences of {args.treebank.name} as words, batch size "
           f"{args.batch_size}, {args.threads} thread(s) in every parser; baseline: {args.baseline_src or 'none'}")
@@ -262,9 +275,8 @@ def pipeline_comparison(args) -> None:
         if args.profile:
             words.write_text(json.dumps(sentences[: args.profile_sentences]))
             for name, source in contenders.items():
-                if name.startswith("g2gtr"):
-                    print_profile(name, run_child("g2gtr-ewt", source, words, args, profile=True),
-                                  min(len(sentences), args.profile_sentences))
+                print_profile(name, run_child(name.split(" ")[0], source, words, args, profile=True),
+                              min(len(sentences), args.profile_sentences))
         words.write_text(json.dumps(sentences))
         rates = {name: [] for name in contenders}
         print("\n| round | parser | sentences/s | wall s | CPU s | load before/after |\n|---|---|---|---|---|---|")
@@ -276,18 +288,23 @@ def pipeline_comparison(args) -> None:
                 print(f"| {round_number} | {name} | {rates[name][-1]:.1f} | {result['seconds']:.1f} | "
                       f"{result['cpu_seconds']:.1f} | {result['load'][0]:.1f} / {result['load'][1]:.1f} |",
                       flush=True)
-            g2gtr, arc_hybrid = rates["g2gtr-ewt"][-1], rates["arc-hybrid-ewt"][-1]
-            line = f"round {round_number}: g2gtr-ewt / arc-hybrid-ewt = {g2gtr / arc_hybrid:.3f}"
+            cpu = {name: result["cpu_seconds"] for name, result in results.items()}
+            line = (f"round {round_number}: g2gtr-ewt / arc-hybrid-ewt = "
+                    f"{rates['g2gtr-ewt'][-1] / rates['arc-hybrid-ewt'][-1]:.3f} (wall), "
+                    f"{cpu['arc-hybrid-ewt'] / cpu['g2gtr-ewt']:.3f} (CPU)")
             if args.baseline_src:
-                baseline = rates["g2gtr-ewt (baseline)"][-1]
-                line += (f"; baseline / arc-hybrid-ewt = {baseline / arc_hybrid:.3f}; speed-up over the baseline "
-                         f"{g2gtr / baseline:.2f}x (wall), "
-                         f"{results['g2gtr-ewt (baseline)']['cpu_seconds'] / results['g2gtr-ewt']['cpu_seconds']:.2f}x"
-                         " (CPU)")
+                g2gtr, arc_hybrid = "g2gtr-ewt (baseline)", "arc-hybrid-ewt (baseline)"
+                line += (f"; the baseline's: {rates[g2gtr][-1] / rates[arc_hybrid][-1]:.3f} (wall), "
+                         f"{cpu[arc_hybrid] / cpu[g2gtr]:.3f} (CPU)")
+                for name in PIPELINE_MODELS:
+                    line += (f"; {name} speed-up over the baseline "
+                             f"{rates[name][-1] / rates[name + ' (baseline)'][-1]:.2f}x (wall), "
+                             f"{cpu[name + ' (baseline)'] / cpu[name]:.2f}x (CPU)")
             print(line, flush=True)
         if args.baseline_src and args.rounds:
-            same = identical_parses(results["g2gtr-ewt"], results["g2gtr-ewt (baseline)"])
-            print(f"g2gtr-ewt parses identical to the baseline's (heads and labels): {same}/{len(sentences)}")
+            for name in PIPELINE_MODELS:
+                same = identical_parses(results[name], results[name + " (baseline)"])
+                print(f"{name} parses identical to the baseline's (heads and labels): {same}/{len(sentences)}")
 
 
 def main(argv=None) -> None:
@@ -300,7 +317,7 @@ def main(argv=None) -> None:
     pipeline.add_argument("--threads", type=int, default=1, help="torch threads in every parser (default 1)")
     pipeline.add_argument("--rounds", type=int, default=2, help="times each parser runs, in turn (0: --profile only)")
     pipeline.add_argument("--baseline-src", help="also time G2GTr from this checkout's src folder")
-    pipeline.add_argument("--profile", action="store_true", help="first time the stages of G2GTr's parse")
+    pipeline.add_argument("--profile", action="store_true", help="first time the stages of each parser's parse")
     pipeline.add_argument("--profile-sentences", type=int, default=64)
     pipeline.add_argument("--quick", action="store_true", help="smoke run: 40 sentences, one round")
     naive = commands.add_parser("naive", help="batched decoding and training against one configuration at a time")

@@ -111,6 +111,32 @@ def test_decoding_is_exact_gives_single_rooted_projective_trees_and_does_not_dep
     assert model.parse([sentence], tokenizer)[0]["heads"] == best_heads[1:]
 
 
+def test_parsing_encodes_sentences_of_similar_piece_counts_together_with_the_scores_of_the_whole_batch(
+    parser, monkeypatch
+):
+    from hf_structure.layers import encode_word_pieces
+
+    model, tokenizer = parser
+    # piece counts 9, 3 (one word), 5, 8, 4: groups of two, padded to 4, 8 and 9 pieces, not all to 9
+    words = [["the", "dogs", "sating", "on", "man"], ["man"], ["dog", "ran", "ran"],
+             ["hearings", "is", "scheduled", "today", "."], ["sat", "sat"]]
+    inputs = encode_word_pieces(words, tokenizer, 64)
+    with torch.no_grad():
+        whole = model.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+    lengths = []
+    encoder = model.encoder.forward
+    monkeypatch.setattr(model.encoder, "forward",
+                        lambda **kwargs: lengths.append(kwargs["input_ids"].shape) or encoder(**kwargs))
+    monkeypatch.setattr(model, "parse_group_size", 2)
+    with torch.no_grad():
+        grouped = model.encode_pieces(inputs["input_ids"], inputs["attention_mask"])
+    assert inputs["attention_mask"].sum(-1).tolist() == [9, 3, 5, 8, 4]
+    assert lengths == [(2, 4), (2, 8), (1, 9)]
+    real = inputs["attention_mask"].bool()
+    assert torch.allclose(grouped[real], whole.last_hidden_state[real], atol=1e-5)
+    assert model.parse(words, tokenizer) == [model.parse([sentence], tokenizer)[0] for sentence in words]
+
+
 def test_eisner_decoding_and_clear_errors(parser):
     model, tokenizer = parser
     words = [s["words"] for s in SENTENCES]
