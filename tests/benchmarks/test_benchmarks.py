@@ -44,3 +44,14 @@ def test_sentence_splitting_quick_scores_our_splitter_against_gold_boundaries():
     row = next(line for line in out.splitlines() if line.startswith("ours"))
     precision, recall = (float(value.rstrip("%")) for value in row.split()[-5:-3])
     assert 0 < precision <= 100 and 0 < recall <= 100
+
+
+def test_g2gtr_speed_quick_times_both_parsers_against_a_baseline_checkout():
+    from tests.helpers.paths import require_data
+
+    require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
+    # this checkout's own src as the baseline: the comparison's machinery, with parses that must all agree
+    out = run_benchmark("benchmarks/g2gtr_speed.py", "pipeline", "--quick", "--baseline-src", str(ROOT / "src"))
+    for name in ("g2gtr-ewt", "arc-hybrid-ewt"):
+        assert f"{name} parses identical to the baseline's (heads and labels): 16/16" in out
+    assert "g2gtr-ewt speed-up over the baseline" in out
