@@ -46,12 +46,11 @@ def test_sentence_splitting_quick_scores_our_splitter_against_gold_boundaries():
     assert 0 < precision <= 100 and 0 < recall <= 100
 
 
-def test_g2gtr_speed_quick_times_both_parsers_against_a_baseline_checkout():
+def test_g2gtr_speed_quick_times_both_parsers_side_by_side():
     from tests.helpers.paths import require_data
 
     require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
-    # this checkout's own src as the baseline: the comparison's machinery, with parses that must all agree
-    out = run_benchmark("benchmarks/g2gtr_speed.py", "pipeline", "--quick", "--baseline-src", str(ROOT / "src"))
-    for name in ("g2gtr-ewt", "arc-hybrid-ewt"):
-        assert f"{name} parses identical to the baseline's (heads and labels): 16/16" in out
-    assert "g2gtr-ewt speed-up over the baseline" in out
+    # without --baseline-src (the old checkout in subprocesses doubles the time): the two parsers and their ratio
+    out = run_benchmark("benchmarks/g2gtr_speed.py", "pipeline", "--quick")
+    assert "| 1 | g2gtr-ewt |" in out and "| 1 | arc-hybrid-ewt |" in out
+    assert "round 1: g2gtr-ewt / arc-hybrid-ewt = " in out
