@@ -44,7 +44,11 @@ def _model_path(command: str, name: str) -> str:
 def _load(command: str, loader, model_path: str):
     """`loader(model_path)`, or one line naming what could not be loaded: a model folder's problem
     (`check_model_folder`), or transformers' error for a Hub id or a file it cannot read (an OSError, or a ValueError
-    such as a Hub model's custom code that the command does not run), folded onto one line."""
+    such as a Hub model's custom code that the command does not run), folded onto one line. transformers' bar for
+    loading the weights is turned off: on stderr it sat among the command's own progress and errors."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
     try:
         return loader(model_path)
     except (ValueError, OSError) as error:  # ModelFolderError is a ValueError

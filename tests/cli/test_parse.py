@@ -189,6 +189,11 @@ def test_module_subprocess(model, tmp_path):
         check_line(result, result["words"])
 
 
+def test_loading_the_model_draws_no_progress_bar_of_its_own(model, capsys):
+    main(["parse", "--model", model, "--pretokenized", "a dog ran"])
+    assert "Loading weights" not in capsys.readouterr().err  # transformers' bar, among the command's own output
+
+
 def test_each_positional_argument_is_one_sentence(model, capsys):
     main(["parse", "--model", model, "The old man sat on the bench.", "A dog ran."])
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
