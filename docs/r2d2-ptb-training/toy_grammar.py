@@ -14,6 +14,7 @@ at a wall-clock budget instead of a step count, to compare variants at equal tim
 """
 
 import argparse
+import json
 import random
 import time
 
@@ -73,6 +74,18 @@ def branching(length, right):
     return {(0, e) for e in range(2, length + 1)}
 
 
+def config_overrides(text: str) -> dict:
+    """`key=value,...` -> keyword arguments; values read as JSON (numbers, true / false), else as strings."""
+    overrides = {}
+    for pair in filter(None, text.split(",")):
+        key, value = pair.split("=", 1)
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
+    return overrides
+
+
 def training_step(model, tokenizer, optimizer, batch) -> torch.Tensor:
     """One optimiser step of the bidirectional LM on `batch` (sentences with their trees); returns the loss."""
     encoded = tokenizer([" ".join(words) for words, _ in batch], padding=True, return_tensors="pt")
@@ -104,6 +117,8 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--decay", action="store_true",
                         help="50 warm-up steps, then the learning rates fall linearly to 0 at --steps")
+    parser.add_argument("--config-overrides", default="",
+                        help="further R2D2Config settings, e.g. parser_target=best,merge_noise=false")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
@@ -115,7 +130,8 @@ def main() -> None:
                         intermediate_size=4 * args.hidden_size, num_composition_layers=2, window_size=args.window,
                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pruning=args.pruning,
                         parser_embedding_size=args.parser_hidden_size, parser_hidden_size=args.parser_hidden_size,
-                        parser_num_layers=args.parser_layers, parser_tree_samples=args.tree_samples)
+                        parser_num_layers=args.parser_layers, parser_tree_samples=args.tree_samples,
+                        **config_overrides(args.config_overrides))
     model = R2D2ForLanguageModeling(config)
     parser_parameters = [p for name, p in model.named_parameters() if ".split_parser." in name]
     other_parameters = [p for name, p in model.named_parameters() if ".split_parser." not in name]
