@@ -336,11 +336,11 @@ def reference_composition_layer(
 
 
 def reference_composition_transformer(
-    model, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor
+    model, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor, layers=None
 ) -> torch.Tensor:
     """`R2D2Model.composition_transformer` before the written-out attention (commit 2b9277f), with `model`'s
     parameters: `tasks` (C, k, d), `left` and `right` (C, d) -> (C, k + 2, d). Each task input sees itself, left and
-    right; left and right see only each other."""
+    right; left and right see only each other. `layers`: a decoder's layers instead of the composition's."""
     num_tasks = tasks.size(1)
     length = num_tasks + 2
     device = tasks.device
@@ -348,6 +348,6 @@ def reference_composition_transformer(
     visible = torch.eye(length, dtype=torch.bool, device=device)
     visible[:, -2:] = True
     hidden = torch.cat([tasks, left[:, None], right[:, None]], dim=1)
-    for layer in model.composition_layers:
+    for layer in model.composition_layers if layers is None else layers:
         hidden = reference_composition_layer(layer, hidden, roles, visible)
     return hidden

@@ -11,6 +11,7 @@ from hf_structure.structs.merge_orders import (
     merge_order_from_split_scores,
     sample_chart_trees,
     split_cross_entropy,
+    split_entropy,
     split_spans,
 )
 from hf_structure.structs.pruned_chart import ChartEncoding
@@ -135,3 +136,26 @@ def test_the_split_cross_entropy_is_the_mean_per_tree_negative_log_likelihood_ov
     assert torch.isclose(loss, (tree_a + tree_b) / 4 / 2)
     loss.backward()
     assert scores.grad is not None and torch.isfinite(scores.grad).all()
+
+
+def test_at_temperature_zero_the_target_is_the_charts_best_tree_once_and_a_temperature_flattens_the_draws():
+    chart = three_word_chart()  # the root prefers the split after w1, 3 : 1
+    sentence, first, last, split = sample_chart_trees(chart, num_samples=50, temperature=0.0)
+    assert list(zip(first.tolist(), last.tolist(), split.tolist())) == [(0, 2, 1), (0, 1, 0)]
+    torch.manual_seed(0)
+    sentence, first, last, split = sample_chart_trees(chart, num_samples=4000, temperature=2.0)
+    roots = (first == 0) & (last == 2)
+    expected = 3**0.5 / (1 + 3**0.5)  # softmax(log 3 / 2, 0)
+    assert abs(split[roots].eq(1).float().mean().item() - expected) < 0.03
+    with pytest.raises(ValueError, match="temperature"):
+        sample_chart_trees(chart, 1, temperature=-1.0)
+
+
+def test_the_split_entropy_is_a_fraction_of_the_uniform_distributions():
+    chart = three_word_chart()
+    p = torch.tensor([0.25, 0.75])
+    assert torch.isclose(split_entropy(chart), -(p * p.log()).sum() / math.log(2))  # the only cell with 2 splits
+    chart.node_split_scores = torch.tensor([[0.0, 0.0]] * 6)
+    assert torch.isclose(split_entropy(chart), torch.tensor(1.0))
+    chart.node_split_scores = torch.tensor([[0.0, 0.0]] * 5 + [[0.0, -1e4]])
+    assert split_entropy(chart) < 1e-3

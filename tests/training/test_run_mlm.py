@@ -254,21 +254,31 @@ def test_a_checkpoint_killed_while_saving_is_passed_over(tmp_path):
     assert last_complete_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-16")
 
 
-def test_the_top_down_parser_trains_at_its_own_learning_rate(tmp_path):
-    from transformers import get_scheduler
-
+def tiny_fast_r2d2():
     from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling
-    from hf_structure.models.r2d2.training_r2d2 import TRAINING, R2D2TrainingArguments
+
+    torch.manual_seed(0)
+    return R2D2ForLanguageModeling(R2D2Config(vocab_size=30, hidden_size=16, num_attention_heads=2,
+                                              intermediate_size=32, num_composition_layers=1, pruning="parser",
+                                              parser_embedding_size=8, parser_hidden_size=8, parser_num_layers=1))
+
+
+def r2d2_trainer(tmp_path, own_args, **training):
+    from hf_structure.models.r2d2.training_r2d2 import TRAINING
     from hf_structure.training.trainer import LanguageModelTrainingArguments, MaskedLMTrainer
 
-    model = R2D2ForLanguageModeling(R2D2Config(vocab_size=30, hidden_size=16, num_attention_heads=2,
-                                               intermediate_size=32, num_composition_layers=1, pruning="parser",
-                                               parser_embedding_size=8, parser_hidden_size=8, parser_num_layers=1))
-    args = LanguageModelTrainingArguments(output_dir=str(tmp_path), learning_rate=1e-4, weight_decay=0.01,
-                                          use_cpu=True, report_to="none")
-    assert TRAINING.learning_rates(R2D2TrainingArguments(), 1e-4) is None  # no --parser_learning_rate: one rate
-    rates = TRAINING.learning_rates(R2D2TrainingArguments(parser_learning_rate=1e-2), 1e-4)
-    trainer = MaskedLMTrainer(model=model, args=args, learning_rate_of=rates)
+    model = tiny_fast_r2d2()
+    args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none",
+                                          **{"learning_rate": 1e-4, "weight_decay": 0.01, **training})
+    return MaskedLMTrainer(model=model, args=args, optimizer_parts=TRAINING.optimizer_parts(own_args, args))
+
+
+def test_the_top_down_parser_trains_at_its_own_learning_rate_and_warm_up(tmp_path):
+    from hf_structure.models.r2d2.training_r2d2 import R2D2TrainingArguments
+
+    trainer = r2d2_trainer(tmp_path, R2D2TrainingArguments(parser_learning_rate=1e-2, parser_warmup_steps=4),
+                           lr_scheduler_type="linear", warmup_steps=0)
+    model = trainer.model
     optimizer = trainer.create_optimizer()
     assert trainer.create_optimizer() is optimizer and len(optimizer.param_groups) == 4  # asked twice, split once
     parser = {id(p) for name, p in model.named_parameters() if "split_parser" in name}
@@ -276,11 +286,61 @@ def test_the_top_down_parser_trains_at_its_own_learning_rate(tmp_path):
         in_parser = {id(p) in parser for p in group["params"]}
         assert len(in_parser) == 1 and group["lr"] == (1e-2 if in_parser == {True} else 1e-4)
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(list(model.parameters()))
-    # The schedule scales both rates alike.
-    scheduler = get_scheduler("linear", optimizer, num_warmup_steps=0, num_training_steps=10)
+    scheduler = trainer.create_scheduler(num_training_steps=10, optimizer=optimizer)
+    rates = {True: set(), False: set()}
+    for group in optimizer.param_groups:  # step 0: the parser warms up from 0, the rest starts at its peak
+        rates[id(group["params"][0]) in parser].add(group["lr"])
+    assert rates == {True: {0.0}, False: {1e-4}}
     optimizer.step()
     scheduler.step()
-    assert sorted({round(g["lr"], 12) for g in optimizer.param_groups}) == [9e-5, 9e-3]
+    rates = {round(g["lr"], 12) for g in optimizer.param_groups}
+    assert rates == {round(1e-2 / 4, 12), round(1e-4 * 9 / 10, 12)}  # warm-up 1/4; linear decay 9/10
+
+
+def test_the_parser_and_the_language_model_are_clipped_apart_or_together_with_both_norms_logged(tmp_path):
+    from hf_structure.models.r2d2.training_r2d2 import R2D2TrainingArguments
+
+    for separately in (True, False):
+        trainer = r2d2_trainer(tmp_path, R2D2TrainingArguments(clip_parts_separately=separately), max_grad_norm=1.0)
+        model = trainer.model
+        for name, parameter in model.named_parameters():  # the parser's gradient norm 30, the rest's 0.5
+            parameter.grad = torch.ones_like(parameter)
+        parts = {"parser": [p for n, p in model.named_parameters() if "split_parser" in n],
+                 "lm": [p for n, p in model.named_parameters() if "split_parser" not in n]}
+        for name, target in (("parser", 30.0), ("lm", 0.5)):
+            norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in parts[name]]))
+            for p in parts[name]:
+                p.grad.mul_(target / norm)
+        total = trainer._clip_grad_norm(model)
+        assert torch.isclose(total, torch.tensor((30.0**2 + 0.5**2) ** 0.5))
+        after = {name: torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in ps])).item()
+                 for name, ps in parts.items()}
+        if separately:
+            assert after == pytest.approx({"parser": 1.0, "lm": 0.5}, rel=1e-4)
+        else:  # one clip over both: the same factor for both
+            assert after == pytest.approx({"parser": 30.0 / total.item(), "lm": 0.5 / total.item()}, rel=1e-4)
+        logs = {"loss": 1.0}
+        trainer.log(logs)
+        assert logs["grad_norm_parser"] == pytest.approx(30.0, rel=1e-3)
+        assert logs["grad_norm_lm"] == pytest.approx(0.5, rel=1e-3)
+
+
+def test_training_logs_the_language_model_and_parser_losses_and_the_split_entropy_apart(tmp_path, text_files):
+    result = run_mlm([*TINY_R2D2, *COMMON, "--max_steps", "4", "--logging_steps", "2", "--do_train",
+                      "--pruning", "parser", "--parser_learning_rate", "1e-2", "--clip_parts_separately",
+                      "--parser_start_step", "2", "--config_overrides",
+                      "parser_num_layers=1,parser_hidden_size=8,parser_embedding_size=8,parser_target=best",
+                      *data_args(text_files), "--output_dir", str(tmp_path / "run")])
+    assert result.returncode == 0, result.stderr[-3000:]
+    history = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["log_history"]
+    logged = [entry for entry in history if "loss" in entry]
+    assert [entry["step"] for entry in logged] == [2, 4]
+    for entry in logged:
+        assert 0 < entry["split_entropy"] <= 1 and entry["lm_loss"] > 0 and entry["grad_norm_lm"] > 0
+    # The parser starts at step 2: no parser loss or gradient in the first two steps, both in the next two.
+    assert "parser_loss" not in logged[0] and "grad_norm_parser" not in logged[0]
+    assert logged[1]["parser_loss"] > 0 and logged[1]["grad_norm_parser"] > 0
+    assert logged[1]["loss"] == pytest.approx(logged[1]["lm_loss"] + logged[1]["parser_loss"], rel=1e-3)
 
 
 def documented_commands() -> list[tuple[str, list[str]]]:

@@ -133,19 +133,24 @@ def encode_along_merges(
 
 
 def sample_chart_trees(
-    chart: ChartEncoding, num_samples: int
+    chart: ChartEncoding, num_samples: int, temperature: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Draw `num_samples` trees per sentence from a chart's tree distribution, top-down: at each node, a split among
-    the cell's candidates with probability softmax(candidate scores), then the two children, as Fast-R2D2 draws
-    the parser's training targets.
+    the cell's candidates with probability softmax(candidate scores / temperature), then the two children, as
+    Fast-R2D2 draws the parser's training targets. Temperature 0 takes the best candidate at each node: the chart's
+    best tree (drawn once: more draws would repeat it).
 
     Args:
         chart: the chart (its node spans, split candidates and their scores, `node_of_span`, `roots`).
-        num_samples: trees per sentence.
+        num_samples: trees per sentence (1 at temperature 0).
+        temperature: >= 0; above 1 flattens the chart's split distributions, below 1 sharpens them.
 
     Returns `(sentence, first, last, split)`, four `(T,)` tensors: every internal node of every drawn tree, with the
     word it splits after.
     """
+    if temperature < 0:
+        raise ValueError(f"the temperature must be >= 0, got {temperature}")
+    num_samples = 1 if temperature == 0 else num_samples
     batch_size = chart.roots.size(0)
     device = chart.roots.device
     sentence = torch.arange(batch_size, device=device).repeat_interleave(num_samples)
@@ -158,7 +163,10 @@ def sample_chart_trees(
         if len(frontier) == 0:
             break
         scores = chart.node_split_scores[frontier].masked_fill(chart.node_split_candidates[frontier] < 0, float("-inf"))
-        choice = torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(1)
+        if temperature == 0:
+            choice = scores.argmax(-1)
+        else:
+            choice = torch.multinomial(torch.softmax(scores / temperature, dim=-1), 1).squeeze(1)
         split = chart.node_split_candidates[frontier, choice]
         found.append((sentence, first, last, split))
         left = chart.node_of_span[sentence, first, split]
@@ -166,6 +174,20 @@ def sample_chart_trees(
         sentence = torch.cat([sentence, sentence])
         frontier = torch.cat([left, right])
     return tuple(torch.cat(column) for column in zip(*found)) if found else (torch.empty(0, dtype=torch.long),) * 4
+
+
+def split_entropy(chart: ChartEncoding) -> torch.Tensor:
+    """The mean over the chart's cells with two or more candidate splits of the entropy of softmax(split scores),
+    as a fraction of the uniform distribution's (1: the chart does not prefer any split; 0: one split only)."""
+    is_candidate = chart.node_split_candidates >= 0
+    candidates = is_candidate.sum(-1)
+    cells = candidates > 1
+    if not bool(cells.any()):
+        return chart.node_split_scores.new_zeros((), dtype=torch.float)
+    scores = chart.node_split_scores[cells].float().masked_fill(~is_candidate[cells], float("-inf"))
+    log_p = torch.log_softmax(scores, dim=-1)
+    entropy = -(log_p.exp() * log_p.masked_fill(~is_candidate[cells], 0.0)).sum(-1)
+    return (entropy / candidates[cells].float().log()).mean()
 
 
 def split_cross_entropy(

@@ -56,6 +56,8 @@ def encode_pruned_chart(
     choose_split: Callable[[torch.Tensor], torch.Tensor],
     window: int,
     merge_order: torch.Tensor | None = None,
+    merge_rule: str = "2021",
+    merge_noise: bool = False,
 ) -> ChartEncoding:
     """Encode sentences bottom-up along the pruned chart.
 
@@ -72,18 +74,28 @@ def encode_pruned_chart(
             and k + 1), a permutation of its splits padded with -1 (see `merge_orders`). The chart's i-th merge
             joins the terminals on both sides of the sentence's i-th split, instead of the paper's rule; the merges
             a window leaves to the chart's top rows are not taken from it.
+        merge_rule: without `merge_order`, the rule that picks the next merge: `"2021"` (the paper's, below) or
+            `"2022"` (the authors' later code, below).
+        merge_noise: with the 2022 rule, add standard Gumbel noise to the bigram scores before the argmax, so that
+            the merge is drawn (training, as the authors' code).
 
     Cell scores follow the paper: the log p~ of a split is its composition log p plus its children's log p~. A node
     that has been merged into a terminal passes its log p~ on detached, as the authors' code does. The merge rule
     (the paper's Algorithm 2): among the bigram cells of the current terminals used by the best trees (highest
     score over splits that respect the merges so far) of the top-row cells, merge the one maximising
-    log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)).
+    log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)). The 2022 rule (the
+    authors' Fast-R2D2 code, `gather_bigram_score`) scores each cell by M, the best score of a top-row cell's
+    candidate tree that contains it (a candidate split of a top-row cell, then its children's best splits down);
+    it merges the bigram of terminals t, t + 1 maximising M(bigram) + min(log(1 - exp L), log(1 - exp R)), L the
+    highest M of a cell ending at t and starting before it, R of one starting at t + 1 and ending after it.
 
     Only the live chart is kept in tables: cell `(t, h)` of sentence b covers its current terminals t .. t + h
     (h <= window), with its node id, state, log p~, own composition log p and the scores of its h splits. A merge
     re-indexes these tables by one gather each and leaves exactly the top-row cells over the merged terminal empty:
     those are the cells to build, so no lookup decides what is missing.
     """
+    if merge_rule not in ("2021", "2022"):
+        raise ValueError(f"merge_rule must be '2021' or '2022', got {merge_rule!r}")
     batch_size, n, dim = leaves.shape
     device = leaves.device
     lengths = lengths.to(device)
@@ -176,7 +188,9 @@ def encode_pruned_chart(
     terminals = lengths.clone()
     for _ in range(int(lengths.max()) - top - 1):
         merging = terminals > top + 1
-        if merge_order is None:
+        if merge_order is None and merge_rule == "2022":
+            at = _choose_merge_2022(cell_split_scores, terminals, top, merge_noise)
+        elif merge_order is None:
             at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
         else:  # the terminal that ends at the sentence's next split
             split = merge_order[batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
@@ -251,3 +265,46 @@ def _choose_merge(
     )
     score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
     return score.argmax(-1)
+
+
+def _choose_merge_2022(
+    split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool
+) -> torch.Tensor:
+    """`(B,)` index of the terminal to merge with its right neighbour by the 2022 rule (see `encode_pruned_chart`),
+    from the live chart's `(B, width, top + 1, top)` split scores."""
+    batch_size, width, heights, _ = split_scores.shape
+    device = split_scores.device
+    positions = torch.arange(width, device=device)
+    cell_ends = positions[:, None] + torch.arange(heights, device=device)
+    live = cell_ends[None] < terminals[:, None, None]  # (B, width, heights)
+    scores = split_scores.masked_fill(~live[..., None], float("-inf"))
+    # best[b, t * heights + h] = M of cell (t, h); position width * heights onwards takes the pushes of no cell.
+    best = torch.full((batch_size, (width + 1) * heights), float("-inf"), device=device)
+    sink = width * heights
+
+    def push(values: torch.Tensor, starts: torch.Tensor, cell_heights: torch.Tensor) -> None:
+        index = torch.where(torch.isfinite(values) & (starts < width), starts * heights + cell_heights, sink)
+        best.scatter_reduce_(1, index.flatten(1), values.flatten(1), reduce="amax")
+
+    candidates = scores[:, :, top, :top]  # (B, width, top): every candidate of every top-row cell
+    best[:, top : width * heights : heights] = candidates.amax(-1)
+    k = torch.arange(top, device=device)
+    push(candidates, positions[:, None].expand(-1, top).expand(batch_size, -1, -1), k.expand(batch_size, width, -1))
+    push(candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1),
+         (top - 1 - k).expand(batch_size, width, -1))
+    for height in range(top - 1, 1, -1):  # down the best splits; a bigram's children are terminals
+        values = best[:, height : width * heights : heights]
+        k = scores[:, :, height, :height].argmax(-1)
+        push(values, positions.expand(batch_size, -1), k)
+        push(values, positions + k + 1, height - 1 - k)
+    best = best[:, : width * heights].view(batch_size, width, heights)
+    # L[t]: cells (t - i, i) end at t; R[t]: cells (t, i) start at t; i = 1 .. top.
+    left = torch.stack([F.pad(best[:, : width - i, i], (i, 0), value=float("-inf")) for i in range(1, top + 1)])
+    right = best[:, :, 1:].amax(-1)
+    not_left = torch.log((1 - left.amax(0).exp()).clamp(min=1e-4))
+    not_right = torch.log((1 - right.exp()).clamp(min=1e-4))
+    score = (best[:, : width - 1, 1] + torch.minimum(not_left[:, : width - 1], not_right[:, 1:])).clamp(min=-9999.0)
+    if noise:
+        score = score - torch.empty_like(score).exponential_().log()
+    in_row = positions[: width - 1] < (terminals - 1)[:, None]
+    return score.masked_fill(~in_row, float("-inf")).argmax(-1)

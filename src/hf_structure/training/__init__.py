@@ -30,14 +30,16 @@ class LanguageModelTraining:
         new_config: `(arguments, tokenizer) -> config` of a new model over the word tokenizer.
         collator: `(arguments, tokenizer, seed) -> data collator` of its training objective; it must batch the same
             way whenever a batch is made again (a resumed run sees the batches of the uninterrupted one).
-        learning_rates: `(arguments, learning_rate) -> (parameter name -> learning rate)`, or None, where some
-            parameters may train at a rate of their own; None: every parameter takes `learning_rate`.
+        optimizer_parts: `(arguments, training arguments) -> [OptimizerPart]` (`training.trainer`), the parts of
+            the model trained as by optimisers of their own (rates, warm-ups, clipping), or None: one optimiser.
+        callbacks: `arguments -> [TrainerCallback]` of the model's own training (e.g. a part that starts late).
     """
 
     arguments: type
     new_config: Callable[[Any, Any], Any]
     collator: Callable[[Any, Any, int], Callable]
-    learning_rates: Callable[[Any, float], Callable[[str], float] | None] | None = None
+    optimizer_parts: Callable[[Any, Any], list | None] | None = None
+    callbacks: Callable[[Any], list] | None = None
 
 
 def no_further_storage(model) -> list:

@@ -135,14 +135,14 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         model.num_parameters() / 1e6,
     )
 
-    callbacks = []
+    callbacks = recipe.callbacks(own_args) if recipe.callbacks else []
     if getattr(training_args, "max_train_time_s", None):
         callbacks.append(WallClockBudget(training_args.max_train_time_s))
     if data_args.treebank_dir:
         from ..evaluation.callbacks import ParsingEvaluationCallback
 
         callbacks.append(ParsingEvaluationCallback(data_args.treebank_dir, tokenizer))
-    learning_rates = recipe.learning_rates(own_args, training_args.learning_rate) if recipe.learning_rates else None
+    optimizer_parts = recipe.optimizer_parts(own_args, training_args) if recipe.optimizer_parts else None
     trainer = MaskedLMTrainer(
         model=model,
         args=training_args,
@@ -151,7 +151,7 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         data_collator=recipe.collator(own_args, tokenizer, training_args.seed),
         processing_class=tokenizer,
         callbacks=callbacks,
-        learning_rate_of=learning_rates,
+        optimizer_parts=optimizer_parts,
     )
 
     if training_args.do_train:

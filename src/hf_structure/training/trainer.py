@@ -1,4 +1,5 @@
-"""Trainers: reproducible length-grouped batches, and perplexity in the masked-LM logs."""
+"""Trainers: reproducible length-grouped batches, parts of a model trained as by optimisers of their own, and the
+model's own loss terms and perplexity in the language-model logs."""
 
 import logging
 import math
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments, get_scheduler
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,28 @@ class WallClockBudget(TrainerCallback):
             control.should_training_stop = True
 
 
+@dataclass(frozen=True)
+class OptimizerPart:
+    """Parameters trained as by an optimiser of their own: a peak learning rate, a warm-up and a gradient clip of
+    their own, on the run's schedule type. (One AdamW with a parameter group per part is that: AdamW's state is per
+    parameter.)
+
+    Args:
+        name: the part's name in the logs (`grad_norm_<name>`).
+        selects: parameter name -> whether the parameter belongs to the part (the first part that selects it).
+        learning_rate: its peak rate.
+        warmup_steps: its warm-up; None: the run's.
+        max_grad_norm: its gradient clip, on its own gradients' norm; None: the parameters join the run's one clip
+            over every parameter not clipped by a part (`--max_grad_norm`).
+    """
+
+    name: str
+    selects: Callable[[str], bool]
+    learning_rate: float
+    warmup_steps: int | None = None
+    max_grad_norm: float | None = None
+
+
 class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
     """Length-grouped batches whose order depends only on (seed, epoch), not on the global random state, so that a
     run resumed from a checkpoint sees exactly the batches the uninterrupted run would have seen."""
@@ -63,11 +86,33 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
 class LengthGroupedTrainer(Trainer):
     """`Trainer` whose length-grouped batches (`train_sampling_strategy="group_by_length"`) depend only on the seed
     and the epoch, so a resumed run sees the batches of the uninterrupted one; with `learning_rate_of` (parameter
-    name -> peak learning rate), parameters train at rates of their own, on the same schedule."""
+    name -> peak learning rate), parameters train at rates of their own, on the same schedule; with
+    `optimizer_parts`, parts of the model train as by optimisers of their own (`OptimizerPart`), each part's
+    gradient norm logged as `grad_norm_<part>`."""
 
-    def __init__(self, *args, learning_rate_of: Callable[[str], float] | None = None, **kwargs):
+    def __init__(
+        self,
+        *args,
+        learning_rate_of: Callable[[str], float] | None = None,
+        optimizer_parts: list[OptimizerPart] | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
+        if learning_rate_of is not None and optimizer_parts:
+            raise ValueError("give learning_rate_of or optimizer_parts, not both")
+        self.optimizer_parts = optimizer_parts or []
+        if self.optimizer_parts:
+            learning_rate_of = self._part_learning_rate
         self.learning_rate_of = learning_rate_of
+        self._grad_norms: dict[str, list[torch.Tensor]] = {}
+
+    def part_of(self, name: str) -> OptimizerPart | None:
+        """The optimizer part a parameter belongs to; None: the rest of the model, at the run's settings."""
+        return next((part for part in self.optimizer_parts if part.selects(name)), None)
+
+    def _part_learning_rate(self, name: str) -> float:
+        part = self.part_of(name)
+        return self.args.learning_rate if part is None else part.learning_rate
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -100,9 +145,102 @@ class LengthGroupedTrainer(Trainer):
         optimizer.has_own_rates = True  # the Trainer may ask again for the optimizer it has
         return optimizer
 
+    def _parameter_parts(self, model) -> dict[str | None, list[torch.nn.Parameter]]:
+        parts: dict[str | None, list[torch.nn.Parameter]] = {}
+        for name, parameter in model.named_parameters():
+            if parameter.requires_grad:
+                part = self.part_of(name)
+                parts.setdefault(None if part is None else part.name, []).append(parameter)
+        return parts
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """Trainer's schedule; where a part has a warm-up of its own, its parameter groups follow the same schedule
+        type with that warm-up (one `LambdaLR` with a factor per group)."""
+        own_warmup = {part.name: part.warmup_steps for part in self.optimizer_parts if part.warmup_steps is not None}
+        if self.lr_scheduler is not None or not own_warmup:
+            return super().create_scheduler(num_training_steps, optimizer)
+        optimizer = self.optimizer if optimizer is None else optimizer
+        run_warmup = self.args.get_warmup_steps(num_training_steps)
+        part_of_parameter = {}
+        for name, parameter in self.model.named_parameters():
+            part = self.part_of(name)
+            part_of_parameter[id(parameter)] = None if part is None else part.name
+
+        def factor(warmup_steps: int):
+            # The schedule type's factor function, read off a scheduler made for a throwaway optimizer.
+            probe = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+            scheduler = get_scheduler(self.args.lr_scheduler_type, optimizer=probe, num_warmup_steps=warmup_steps,
+                                      num_training_steps=num_training_steps,
+                                      scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)
+            if not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
+                raise ValueError(f"a part's own warm-up needs a LambdaLR schedule type, not {self.args.lr_scheduler_type!r}")
+            return scheduler.lr_lambdas[0]
+
+        factors = []
+        for group in optimizer.param_groups:
+            part = part_of_parameter[id(group["params"][0])] if group["params"] else None
+            factors.append(factor(own_warmup.get(part, run_warmup)))
+        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
+        self._created_lr_scheduler = True
+        return self.lr_scheduler
+
+    def _clip_grad_norm(self, model):
+        """Trainer's one clip over every parameter, except that a part with a clip of its own is clipped on its own
+        gradients' norm; each part's norm (before clipping) is kept for the logs. Returns the norm of all the
+        gradients before clipping."""
+        if not self.optimizer_parts:
+            return super()._clip_grad_norm(model)
+        self.accelerator.unscale_gradients()
+        clip_of = {part.name: part.max_grad_norm for part in self.optimizer_parts}
+        jointly_clipped, squared_norms = [], []
+        for name, parameters in self._parameter_parts(model).items():
+            grads = [parameter.grad for parameter in parameters if parameter.grad is not None]
+            if not grads:
+                continue
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
+            squared_norms.append(norm.square())
+            self._grad_norms.setdefault(name or "rest", []).append(norm.detach())
+            own_clip = clip_of.get(name)
+            if own_clip is None:
+                jointly_clipped += parameters
+            else:
+                torch.nn.utils.clip_grad_norm_(parameters, own_clip)
+        if jointly_clipped:
+            torch.nn.utils.clip_grad_norm_(jointly_clipped, self.args.max_grad_norm)
+        return torch.stack(squared_norms).sum().sqrt() if squared_norms else torch.zeros(())
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Trainer's log, with each part's mean gradient norm since the last training log (`grad_norm_<part>`)."""
+        if "loss" in logs:
+            for name, norms in self._grad_norms.items():
+                logs[f"grad_norm_{name}"] = round(float(torch.stack(norms).mean()), 4)
+            self._grad_norms = {}
+        super().log(logs, start_time)
+
 
 class MaskedLMTrainer(LengthGroupedTrainer):
-    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs."""
+    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs, and in its training logs the
+    mean since the last log of every scalar the model's training output holds besides `loss` (R2D2: `lm_loss`,
+    `parser_loss`, `split_entropy`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._output_terms: dict[str, list[torch.Tensor]] = {}
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
+        if model.training and isinstance(outputs, dict):
+            for name, value in outputs.items():
+                if name != "loss" and isinstance(value, torch.Tensor) and value.dim() == 0:
+                    self._output_terms.setdefault(name, []).append(value.detach().float())
+        return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs:
+            for name, values in self._output_terms.items():
+                logs[name] = round(float(torch.stack(values).mean()), 4)
+            self._output_terms = {}
+        super().log(logs, start_time)
 
     def evaluate(self, *args, **kwargs):
         metrics = super().evaluate(*args, **kwargs)

@@ -75,6 +75,19 @@ class R2D2Config(StructureConfig):
         tree_decoding: the tree `parse` returns: `"parser"` (the parser's own tree: top-down at the highest split
             score; the default with parser pruning) or `"chart"` (the chart's best tree, the only one with heuristic
             pruning). Evaluation reports the other beside it.
+        merge_rule: the heuristic pruning's choice of the next merge: `"2021"` (the ACL paper's rule) or `"2022"`
+            (the authors' later code; see `encode_pruned_chart`).
+        merge_noise: Gumbel noise on the merge scores in training, so that the merges are drawn rather than the
+            best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. Default: on for
+            both (the authors' code); the 2021 rule has none.
+        parser_target: what the top-down parser learns from: `"sampled"` (`parser_tree_samples` trees drawn from
+            the chart, the authors') or `"best"` (the chart's best tree only).
+        parser_target_temperature: the temperature of the chart's split scores when the parser's target trees are
+            drawn (`"sampled"`); above 1 flattens them.
+        tie_decoder: the language model predicts words through the composition Transformer (True) or through a
+            decoder Transformer of its own, of the same size (False; the authors' later code).
+        initialization: `"normal"`: every linear layer and embedding N(0, `initializer_range`); `"pytorch"`: the
+            linear layers keep PyTorch's default initialisation (the authors' code), embeddings stay normal.
     """
 
     model_type = "r2d2"
@@ -84,6 +97,9 @@ class R2D2Config(StructureConfig):
         "AutoModelForMaskedLM": "modeling_r2d2.R2D2ForLanguageModeling",
     }
     tree_decodings = ("parser", "chart")
+    merge_rules = ("2021", "2022")
+    parser_targets = ("sampled", "best")
+    initializations = ("normal", "pytorch")
 
     def __init__(
         self,
@@ -105,6 +121,12 @@ class R2D2Config(StructureConfig):
         parser_num_layers=4,
         parser_tree_samples=256,
         tree_decoding=None,
+        merge_rule="2021",
+        merge_noise=None,
+        parser_target="sampled",
+        parser_target_temperature=1.0,
+        tie_decoder=True,
+        initialization="normal",
         layer_norm_eps=1e-5,
         initializer_range=0.02,
         pad_token_id=0,
@@ -124,6 +146,18 @@ class R2D2Config(StructureConfig):
         tree_decoding = tree_decoding or ("parser" if pruning == "parser" else "chart")
         if tree_decoding not in self.tree_decodings or (tree_decoding == "parser" and pruning != "parser"):
             raise ValueError(f"tree_decoding must be 'chart', or 'parser' with parser pruning; got {tree_decoding!r}")
+        if merge_rule not in self.merge_rules:
+            raise ValueError(f"merge_rule must be one of {self.merge_rules}, got {merge_rule!r}")
+        if merge_noise is None:
+            merge_noise = pruning == "parser" or merge_rule == "2022"
+        if merge_noise and pruning == "heuristic" and merge_rule == "2021":
+            raise ValueError("merge_noise needs parser pruning or merge_rule='2022': the 2021 rule has no noise")
+        if parser_target not in self.parser_targets:
+            raise ValueError(f"parser_target must be one of {self.parser_targets}, got {parser_target!r}")
+        if parser_target_temperature <= 0:
+            raise ValueError(f"parser_target_temperature must be positive, got {parser_target_temperature}")
+        if initialization not in self.initializations:
+            raise ValueError(f"initialization must be one of {self.initializations}, got {initialization!r}")
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_composition_layers = num_composition_layers
@@ -141,6 +175,12 @@ class R2D2Config(StructureConfig):
         self.parser_num_layers = parser_num_layers
         self.parser_tree_samples = parser_tree_samples
         self.tree_decoding = tree_decoding
+        self.merge_rule = merge_rule
+        self.merge_noise = bool(merge_noise)
+        self.parser_target = parser_target
+        self.parser_target_temperature = parser_target_temperature
+        self.tie_decoder = tie_decoder
+        self.initialization = initialization
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.mask_token_id = mask_token_id

@@ -284,19 +284,24 @@ def merge_order_from_split_scores(split_scores: torch.Tensor, lengths: torch.Ten
 
 # Copied from hf_structure.structs.merge_orders.sample_chart_trees
 def sample_chart_trees(
-    chart: ChartEncoding, num_samples: int
+    chart: ChartEncoding, num_samples: int, temperature: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Draw `num_samples` trees per sentence from a chart's tree distribution, top-down: at each node, a split among
-    the cell's candidates with probability softmax(candidate scores), then the two children, as Fast-R2D2 draws
-    the parser's training targets.
+    the cell's candidates with probability softmax(candidate scores / temperature), then the two children, as
+    Fast-R2D2 draws the parser's training targets. Temperature 0 takes the best candidate at each node: the chart's
+    best tree (drawn once: more draws would repeat it).
 
     Args:
         chart: the chart (its node spans, split candidates and their scores, `node_of_span`, `roots`).
-        num_samples: trees per sentence.
+        num_samples: trees per sentence (1 at temperature 0).
+        temperature: >= 0; above 1 flattens the chart's split distributions, below 1 sharpens them.
 
     Returns `(sentence, first, last, split)`, four `(T,)` tensors: every internal node of every drawn tree, with the
     word it splits after.
     """
+    if temperature < 0:
+        raise ValueError(f"the temperature must be >= 0, got {temperature}")
+    num_samples = 1 if temperature == 0 else num_samples
     batch_size = chart.roots.size(0)
     device = chart.roots.device
     sentence = torch.arange(batch_size, device=device).repeat_interleave(num_samples)
@@ -309,7 +314,10 @@ def sample_chart_trees(
         if len(frontier) == 0:
             break
         scores = chart.node_split_scores[frontier].masked_fill(chart.node_split_candidates[frontier] < 0, float("-inf"))
-        choice = torch.multinomial(torch.softmax(scores, dim=-1), 1).squeeze(1)
+        if temperature == 0:
+            choice = scores.argmax(-1)
+        else:
+            choice = torch.multinomial(torch.softmax(scores / temperature, dim=-1), 1).squeeze(1)
         split = chart.node_split_candidates[frontier, choice]
         found.append((sentence, first, last, split))
         left = chart.node_of_span[sentence, first, split]
@@ -340,6 +348,21 @@ def split_cross_entropy(
     log_p = node_scores.gather(1, split[:, None]).squeeze(1) - torch.logsumexp(node_scores, dim=-1)
     per_node = -log_p / lengths[sentence].float()
     return per_node.sum() / (lengths.size(0) * num_samples)
+
+
+# Copied from hf_structure.structs.merge_orders.split_entropy
+def split_entropy(chart: ChartEncoding) -> torch.Tensor:
+    """The mean over the chart's cells with two or more candidate splits of the entropy of softmax(split scores),
+    as a fraction of the uniform distribution's (1: the chart does not prefer any split; 0: one split only)."""
+    is_candidate = chart.node_split_candidates >= 0
+    candidates = is_candidate.sum(-1)
+    cells = candidates > 1
+    if not bool(cells.any()):
+        return chart.node_split_scores.new_zeros((), dtype=torch.float)
+    scores = chart.node_split_scores[cells].float().masked_fill(~is_candidate[cells], float("-inf"))
+    log_p = torch.log_softmax(scores, dim=-1)
+    entropy = -(log_p.exp() * log_p.masked_fill(~is_candidate[cells], 0.0)).sum(-1)
+    return (entropy / candidates[cells].float().log()).mean()
 
 
 # Copied from hf_structure.structs.pruned_chart._choose_merge
@@ -374,6 +397,50 @@ def _choose_merge(
     return score.argmax(-1)
 
 
+# Copied from hf_structure.structs.pruned_chart._choose_merge_2022
+def _choose_merge_2022(
+    split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool
+) -> torch.Tensor:
+    """`(B,)` index of the terminal to merge with its right neighbour by the 2022 rule (see `encode_pruned_chart`),
+    from the live chart's `(B, width, top + 1, top)` split scores."""
+    batch_size, width, heights, _ = split_scores.shape
+    device = split_scores.device
+    positions = torch.arange(width, device=device)
+    cell_ends = positions[:, None] + torch.arange(heights, device=device)
+    live = cell_ends[None] < terminals[:, None, None]  # (B, width, heights)
+    scores = split_scores.masked_fill(~live[..., None], float("-inf"))
+    # best[b, t * heights + h] = M of cell (t, h); position width * heights onwards takes the pushes of no cell.
+    best = torch.full((batch_size, (width + 1) * heights), float("-inf"), device=device)
+    sink = width * heights
+
+    def push(values: torch.Tensor, starts: torch.Tensor, cell_heights: torch.Tensor) -> None:
+        index = torch.where(torch.isfinite(values) & (starts < width), starts * heights + cell_heights, sink)
+        best.scatter_reduce_(1, index.flatten(1), values.flatten(1), reduce="amax")
+
+    candidates = scores[:, :, top, :top]  # (B, width, top): every candidate of every top-row cell
+    best[:, top : width * heights : heights] = candidates.amax(-1)
+    k = torch.arange(top, device=device)
+    push(candidates, positions[:, None].expand(-1, top).expand(batch_size, -1, -1), k.expand(batch_size, width, -1))
+    push(candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1),
+         (top - 1 - k).expand(batch_size, width, -1))
+    for height in range(top - 1, 1, -1):  # down the best splits; a bigram's children are terminals
+        values = best[:, height : width * heights : heights]
+        k = scores[:, :, height, :height].argmax(-1)
+        push(values, positions.expand(batch_size, -1), k)
+        push(values, positions + k + 1, height - 1 - k)
+    best = best[:, : width * heights].view(batch_size, width, heights)
+    # L[t]: cells (t - i, i) end at t; R[t]: cells (t, i) start at t; i = 1 .. top.
+    left = torch.stack([F.pad(best[:, : width - i, i], (i, 0), value=float("-inf")) for i in range(1, top + 1)])
+    right = best[:, :, 1:].amax(-1)
+    not_left = torch.log((1 - left.amax(0).exp()).clamp(min=1e-4))
+    not_right = torch.log((1 - right.exp()).clamp(min=1e-4))
+    score = (best[:, : width - 1, 1] + torch.minimum(not_left[:, : width - 1], not_right[:, 1:])).clamp(min=-9999.0)
+    if noise:
+        score = score - torch.empty_like(score).exponential_().log()
+    in_row = positions[: width - 1] < (terminals - 1)[:, None]
+    return score.masked_fill(~in_row, float("-inf")).argmax(-1)
+
+
 # Copied from hf_structure.structs.pruned_chart.encode_pruned_chart
 def encode_pruned_chart(
     leaves: torch.Tensor,
@@ -382,6 +449,8 @@ def encode_pruned_chart(
     choose_split: Callable[[torch.Tensor], torch.Tensor],
     window: int,
     merge_order: torch.Tensor | None = None,
+    merge_rule: str = "2021",
+    merge_noise: bool = False,
 ) -> ChartEncoding:
     """Encode sentences bottom-up along the pruned chart.
 
@@ -398,18 +467,28 @@ def encode_pruned_chart(
             and k + 1), a permutation of its splits padded with -1 (see `merge_orders`). The chart's i-th merge
             joins the terminals on both sides of the sentence's i-th split, instead of the paper's rule; the merges
             a window leaves to the chart's top rows are not taken from it.
+        merge_rule: without `merge_order`, the rule that picks the next merge: `"2021"` (the paper's, below) or
+            `"2022"` (the authors' later code, below).
+        merge_noise: with the 2022 rule, add standard Gumbel noise to the bigram scores before the argmax, so that
+            the merge is drawn (training, as the authors' code).
 
     Cell scores follow the paper: the log p~ of a split is its composition log p plus its children's log p~. A node
     that has been merged into a terminal passes its log p~ on detached, as the authors' code does. The merge rule
     (the paper's Algorithm 2): among the bigram cells of the current terminals used by the best trees (highest
     score over splits that respect the merges so far) of the top-row cells, merge the one maximising
-    log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)).
+    log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)). The 2022 rule (the
+    authors' Fast-R2D2 code, `gather_bigram_score`) scores each cell by M, the best score of a top-row cell's
+    candidate tree that contains it (a candidate split of a top-row cell, then its children's best splits down);
+    it merges the bigram of terminals t, t + 1 maximising M(bigram) + min(log(1 - exp L), log(1 - exp R)), L the
+    highest M of a cell ending at t and starting before it, R of one starting at t + 1 and ending after it.
 
     Only the live chart is kept in tables: cell `(t, h)` of sentence b covers its current terminals t .. t + h
     (h <= window), with its node id, state, log p~, own composition log p and the scores of its h splits. A merge
     re-indexes these tables by one gather each and leaves exactly the top-row cells over the merged terminal empty:
     those are the cells to build, so no lookup decides what is missing.
     """
+    if merge_rule not in ("2021", "2022"):
+        raise ValueError(f"merge_rule must be '2021' or '2022', got {merge_rule!r}")
     batch_size, n, dim = leaves.shape
     device = leaves.device
     lengths = lengths.to(device)
@@ -502,7 +581,9 @@ def encode_pruned_chart(
     terminals = lengths.clone()
     for _ in range(int(lengths.max()) - top - 1):
         merging = terminals > top + 1
-        if merge_order is None:
+        if merge_order is None and merge_rule == "2022":
+            at = _choose_merge_2022(cell_split_scores, terminals, top, merge_noise)
+        elif merge_order is None:
             at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
         else:  # the terminal that ends at the sentence's next split
             split = merge_order[batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
@@ -606,8 +687,9 @@ class R2D2LanguageModelingOutput(ModelOutput):
         logits: `(P, vocab)` for the P predicted words when labels are given, else `(B, n, vocab)` for every word.
         root_states: `(B, d)` as in `R2D2ModelOutput`.
         lm_loss: the language-model part of `loss`.
-        parser_loss: the top-down parser's cross-entropy against trees drawn from the chart (training with parser
-            pruning).
+        parser_loss: the top-down parser's cross-entropy against its target trees from the chart (training with
+            parser pruning).
+        split_entropy: in training, how flat the chart's split distributions are (`split_entropy`: 1 is uniform).
     """
 
     loss: torch.Tensor | None = None
@@ -615,6 +697,7 @@ class R2D2LanguageModelingOutput(ModelOutput):
     root_states: torch.Tensor | None = None
     lm_loss: torch.Tensor | None = None
     parser_loss: torch.Tensor | None = None
+    split_entropy: torch.Tensor | None = None
 
 
 class R2D2CompositionLayer(nn.Module):
@@ -773,6 +856,14 @@ class R2D2PreTrainedModel(PreTrainedModel):
         if isinstance(module, nn.Embedding):
             init.normal_(module.weight, mean=0.0, std=std)
         elif isinstance(module, nn.Linear):
+            if self.config.initialization == "pytorch":
+                # nn.Linear's own: weights U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform_ with a = sqrt(5)),
+                # biases alike.
+                init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+                if module.bias is not None:
+                    bound = 1 / math.sqrt(module.in_features)
+                    init.uniform_(module.bias, -bound, bound)
+                return
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
                 init.zeros_(module.bias)
@@ -807,11 +898,14 @@ class R2D2Model(R2D2PreTrainedModel):
     def set_input_embeddings(self, value):
         self.embed_tokens = value
 
-    def composition_transformer(self, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-        """Run [tasks..., left, right] through the composition layers: each task input sees itself, left and
-        right; left and right see only each other. `tasks` (C, k, d), `left` and `right` (C, d) -> (C, k + 2, d)."""
+    def composition_transformer(
+        self, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor, layers: nn.ModuleList | None = None
+    ) -> torch.Tensor:
+        """Run [tasks..., left, right] through the composition layers (or `layers`, of the same kind): each task
+        input sees itself, left and right; left and right see only each other. `tasks` (C, k, d), `left` and
+        `right` (C, d) -> (C, k + 2, d)."""
         hidden = torch.cat([tasks, left[:, None], right[:, None]], dim=1)
-        for layer in self.composition_layers:
+        for layer in self.composition_layers if layers is None else layers:
             hidden = layer(hidden, tasks.size(1))
         return hidden
 
@@ -839,7 +933,7 @@ class R2D2Model(R2D2PreTrainedModel):
     def parser_merge_order(self, split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """The merge order of the parser's tree; in training, of a tree drawn from the parser (Gumbel noise on the
         scores, as the authors' code)."""
-        if self.training:
+        if self.training and self.config.merge_noise:
             split_scores = split_scores - torch.empty_like(split_scores).exponential_().log()
         return merge_order_from_split_scores(split_scores, lengths)
 
@@ -873,6 +967,8 @@ class R2D2Model(R2D2PreTrainedModel):
             self.choose_split,
             window_size or self.config.window_size,
             merge_order=merge_order,
+            merge_rule=self.config.merge_rule,
+            merge_noise=self.training and self.config.merge_noise,
         )
         return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
 
@@ -977,7 +1073,11 @@ class R2D2Model(R2D2PreTrainedModel):
 
 class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     """R2D2 with its bidirectional language-model head: every word is predicted from [MASK, left context, right
-    context] through the composition Transformer, a dense layer and the output embedding (tied to the input)."""
+    context] through the composition Transformer (or a decoder of its own, `tie_decoder=False`), a dense layer and
+    the output embedding (tied to the input).
+
+    `train_parser` (not saved): whether training adds the top-down parser's loss; a training run may start it late,
+    the parser meanwhile merging by its untrained scores."""
 
     _tied_weights_keys = {"lm_head.weight": "r2d2.embed_tokens.weight"}
     accepts_loss_kwargs = False
@@ -993,6 +1093,12 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         )
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.decoder_layers = None
+        if not config.tie_decoder:
+            self.decoder_layers = nn.ModuleList(
+                R2D2CompositionLayer(config) for _ in range(config.num_composition_layers)
+            )
+        self.train_parser = True
         self.post_init()
 
     def get_output_embeddings(self):
@@ -1004,7 +1110,7 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     def predict_words(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         """`(P, vocab)` logits of the word between contexts `left` and `right` (each `(P, d)`)."""
         mask = self.r2d2.special_embeddings.weight[[MASK]].expand(left.size(0), -1, -1)
-        hidden = self.r2d2.composition_transformer(mask, left, right)[:, 0]
+        hidden = self.r2d2.composition_transformer(mask, left, right, self.decoder_layers)[:, 0]
         return self.lm_head(self.prediction_head(self.r2d2.node_norm(hidden))) + self.output_bias
 
     def forward(
@@ -1025,17 +1131,22 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         predicted = labels.ne(-100)
         logits = self.predict_words(left[predicted], right[predicted])
         loss = lm_loss = masked_lm_cross_entropy(logits, labels[predicted])
-        parser_loss = None
-        if outputs.split_scores is not None and self.training:
-            # The parser learns from the chart alone (the drawn trees are discrete), the chart nothing from the
+        parser_loss = entropy = None
+        if self.training:
+            entropy = split_entropy(outputs.chart)
+        if outputs.split_scores is not None and self.training and self.train_parser:
+            # The parser learns from the chart alone (the target trees are discrete), the chart nothing from the
             # parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do. Evaluation
             # leaves it out, so that the eval loss stays the language model's (its exp the perplexity).
-            samples = self.config.parser_tree_samples
-            targets = sample_chart_trees(outputs.chart, samples)
+            best = self.config.parser_target == "best"
+            samples = 1 if best else self.config.parser_tree_samples
+            temperature = 0.0 if best else self.config.parser_target_temperature
+            targets = sample_chart_trees(outputs.chart, samples, temperature)
             parser_loss = split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
             loss = loss + parser_loss
         return R2D2LanguageModelingOutput(
-            loss=loss, logits=logits, root_states=outputs.root_states, lm_loss=lm_loss, parser_loss=parser_loss
+            loss=loss, logits=logits, root_states=outputs.root_states, lm_loss=lm_loss, parser_loss=parser_loss,
+            split_entropy=entropy,
         )
 
     @torch.no_grad()

@@ -36,6 +36,7 @@ from ...structs.merge_orders import (
     merge_order_from_split_scores,
     sample_chart_trees,
     split_cross_entropy,
+    split_entropy,
 )
 from ...structs.pruned_chart import ChartEncoding, encode_pruned_chart
 from ...structs.trees import distances_to_spans
@@ -69,6 +70,19 @@ class R2D2Config(StructureConfig):
         tree_decoding: the tree `parse` returns: `"parser"` (the parser's own tree: top-down at the highest split
             score; the default with parser pruning) or `"chart"` (the chart's best tree, the only one with heuristic
             pruning). Evaluation reports the other beside it.
+        merge_rule: the heuristic pruning's choice of the next merge: `"2021"` (the ACL paper's rule) or `"2022"`
+            (the authors' later code; see `encode_pruned_chart`).
+        merge_noise: Gumbel noise on the merge scores in training, so that the merges are drawn rather than the
+            best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. Default: on for
+            both (the authors' code); the 2021 rule has none.
+        parser_target: what the top-down parser learns from: `"sampled"` (`parser_tree_samples` trees drawn from
+            the chart, the authors') or `"best"` (the chart's best tree only).
+        parser_target_temperature: the temperature of the chart's split scores when the parser's target trees are
+            drawn (`"sampled"`); above 1 flattens them.
+        tie_decoder: the language model predicts words through the composition Transformer (True) or through a
+            decoder Transformer of its own, of the same size (False; the authors' later code).
+        initialization: `"normal"`: every linear layer and embedding N(0, `initializer_range`); `"pytorch"`: the
+            linear layers keep PyTorch's default initialisation (the authors' code), embeddings stay normal.
     """
 
     model_type = "r2d2"
@@ -78,6 +92,9 @@ class R2D2Config(StructureConfig):
         "AutoModelForMaskedLM": "modeling_r2d2.R2D2ForLanguageModeling",
     }
     tree_decodings = ("parser", "chart")
+    merge_rules = ("2021", "2022")
+    parser_targets = ("sampled", "best")
+    initializations = ("normal", "pytorch")
 
     def __init__(
         self,
@@ -99,6 +116,12 @@ class R2D2Config(StructureConfig):
         parser_num_layers=4,
         parser_tree_samples=256,
         tree_decoding=None,
+        merge_rule="2021",
+        merge_noise=None,
+        parser_target="sampled",
+        parser_target_temperature=1.0,
+        tie_decoder=True,
+        initialization="normal",
         layer_norm_eps=1e-5,
         initializer_range=0.02,
         pad_token_id=0,
@@ -118,6 +141,18 @@ class R2D2Config(StructureConfig):
         tree_decoding = tree_decoding or ("parser" if pruning == "parser" else "chart")
         if tree_decoding not in self.tree_decodings or (tree_decoding == "parser" and pruning != "parser"):
             raise ValueError(f"tree_decoding must be 'chart', or 'parser' with parser pruning; got {tree_decoding!r}")
+        if merge_rule not in self.merge_rules:
+            raise ValueError(f"merge_rule must be one of {self.merge_rules}, got {merge_rule!r}")
+        if merge_noise is None:
+            merge_noise = pruning == "parser" or merge_rule == "2022"
+        if merge_noise and pruning == "heuristic" and merge_rule == "2021":
+            raise ValueError("merge_noise needs parser pruning or merge_rule='2022': the 2021 rule has no noise")
+        if parser_target not in self.parser_targets:
+            raise ValueError(f"parser_target must be one of {self.parser_targets}, got {parser_target!r}")
+        if parser_target_temperature <= 0:
+            raise ValueError(f"parser_target_temperature must be positive, got {parser_target_temperature}")
+        if initialization not in self.initializations:
+            raise ValueError(f"initialization must be one of {self.initializations}, got {initialization!r}")
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_composition_layers = num_composition_layers
@@ -135,6 +170,12 @@ class R2D2Config(StructureConfig):
         self.parser_num_layers = parser_num_layers
         self.parser_tree_samples = parser_tree_samples
         self.tree_decoding = tree_decoding
+        self.merge_rule = merge_rule
+        self.merge_noise = bool(merge_noise)
+        self.parser_target = parser_target
+        self.parser_target_temperature = parser_target_temperature
+        self.tie_decoder = tie_decoder
+        self.initialization = initialization
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.mask_token_id = mask_token_id
@@ -180,8 +221,9 @@ class R2D2LanguageModelingOutput(ModelOutput):
         logits: `(P, vocab)` for the P predicted words when labels are given, else `(B, n, vocab)` for every word.
         root_states: `(B, d)` as in `R2D2ModelOutput`.
         lm_loss: the language-model part of `loss`.
-        parser_loss: the top-down parser's cross-entropy against trees drawn from the chart (training with parser
-            pruning).
+        parser_loss: the top-down parser's cross-entropy against its target trees from the chart (training with
+            parser pruning).
+        split_entropy: in training, how flat the chart's split distributions are (`split_entropy`: 1 is uniform).
     """
 
     loss: torch.Tensor | None = None
@@ -189,6 +231,7 @@ class R2D2LanguageModelingOutput(ModelOutput):
     root_states: torch.Tensor | None = None
     lm_loss: torch.Tensor | None = None
     parser_loss: torch.Tensor | None = None
+    split_entropy: torch.Tensor | None = None
 
 
 class R2D2CompositionLayer(nn.Module):
@@ -347,6 +390,14 @@ class R2D2PreTrainedModel(PreTrainedModel):
         if isinstance(module, nn.Embedding):
             init.normal_(module.weight, mean=0.0, std=std)
         elif isinstance(module, nn.Linear):
+            if self.config.initialization == "pytorch":
+                # nn.Linear's own: weights U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform_ with a = sqrt(5)),
+                # biases alike.
+                init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+                if module.bias is not None:
+                    bound = 1 / math.sqrt(module.in_features)
+                    init.uniform_(module.bias, -bound, bound)
+                return
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
                 init.zeros_(module.bias)
@@ -381,11 +432,14 @@ class R2D2Model(R2D2PreTrainedModel):
     def set_input_embeddings(self, value):
         self.embed_tokens = value
 
-    def composition_transformer(self, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-        """Run [tasks..., left, right] through the composition layers: each task input sees itself, left and
-        right; left and right see only each other. `tasks` (C, k, d), `left` and `right` (C, d) -> (C, k + 2, d)."""
+    def composition_transformer(
+        self, tasks: torch.Tensor, left: torch.Tensor, right: torch.Tensor, layers: nn.ModuleList | None = None
+    ) -> torch.Tensor:
+        """Run [tasks..., left, right] through the composition layers (or `layers`, of the same kind): each task
+        input sees itself, left and right; left and right see only each other. `tasks` (C, k, d), `left` and
+        `right` (C, d) -> (C, k + 2, d)."""
         hidden = torch.cat([tasks, left[:, None], right[:, None]], dim=1)
-        for layer in self.composition_layers:
+        for layer in self.composition_layers if layers is None else layers:
             hidden = layer(hidden, tasks.size(1))
         return hidden
 
@@ -413,7 +467,7 @@ class R2D2Model(R2D2PreTrainedModel):
     def parser_merge_order(self, split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """The merge order of the parser's tree; in training, of a tree drawn from the parser (Gumbel noise on the
         scores, as the authors' code)."""
-        if self.training:
+        if self.training and self.config.merge_noise:
             split_scores = split_scores - torch.empty_like(split_scores).exponential_().log()
         return merge_order_from_split_scores(split_scores, lengths)
 
@@ -447,6 +501,8 @@ class R2D2Model(R2D2PreTrainedModel):
             self.choose_split,
             window_size or self.config.window_size,
             merge_order=merge_order,
+            merge_rule=self.config.merge_rule,
+            merge_noise=self.training and self.config.merge_noise,
         )
         return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
 
@@ -551,7 +607,11 @@ class R2D2Model(R2D2PreTrainedModel):
 
 class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     """R2D2 with its bidirectional language-model head: every word is predicted from [MASK, left context, right
-    context] through the composition Transformer, a dense layer and the output embedding (tied to the input)."""
+    context] through the composition Transformer (or a decoder of its own, `tie_decoder=False`), a dense layer and
+    the output embedding (tied to the input).
+
+    `train_parser` (not saved): whether training adds the top-down parser's loss; a training run may start it late,
+    the parser meanwhile merging by its untrained scores."""
 
     _tied_weights_keys = {"lm_head.weight": "r2d2.embed_tokens.weight"}
     accepts_loss_kwargs = False
@@ -567,6 +627,12 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         )
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.decoder_layers = None
+        if not config.tie_decoder:
+            self.decoder_layers = nn.ModuleList(
+                R2D2CompositionLayer(config) for _ in range(config.num_composition_layers)
+            )
+        self.train_parser = True
         self.post_init()
 
     def get_output_embeddings(self):
@@ -578,7 +644,7 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     def predict_words(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         """`(P, vocab)` logits of the word between contexts `left` and `right` (each `(P, d)`)."""
         mask = self.r2d2.special_embeddings.weight[[MASK]].expand(left.size(0), -1, -1)
-        hidden = self.r2d2.composition_transformer(mask, left, right)[:, 0]
+        hidden = self.r2d2.composition_transformer(mask, left, right, self.decoder_layers)[:, 0]
         return self.lm_head(self.prediction_head(self.r2d2.node_norm(hidden))) + self.output_bias
 
     def forward(
@@ -599,17 +665,22 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         predicted = labels.ne(-100)
         logits = self.predict_words(left[predicted], right[predicted])
         loss = lm_loss = masked_lm_cross_entropy(logits, labels[predicted])
-        parser_loss = None
-        if outputs.split_scores is not None and self.training:
-            # The parser learns from the chart alone (the drawn trees are discrete), the chart nothing from the
+        parser_loss = entropy = None
+        if self.training:
+            entropy = split_entropy(outputs.chart)
+        if outputs.split_scores is not None and self.training and self.train_parser:
+            # The parser learns from the chart alone (the target trees are discrete), the chart nothing from the
             # parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do. Evaluation
             # leaves it out, so that the eval loss stays the language model's (its exp the perplexity).
-            samples = self.config.parser_tree_samples
-            targets = sample_chart_trees(outputs.chart, samples)
+            best = self.config.parser_target == "best"
+            samples = 1 if best else self.config.parser_tree_samples
+            temperature = 0.0 if best else self.config.parser_target_temperature
+            targets = sample_chart_trees(outputs.chart, samples, temperature)
             parser_loss = split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
             loss = loss + parser_loss
         return R2D2LanguageModelingOutput(
-            loss=loss, logits=logits, root_states=outputs.root_states, lm_loss=lm_loss, parser_loss=parser_loss
+            loss=loss, logits=logits, root_states=outputs.root_states, lm_loss=lm_loss, parser_loss=parser_loss,
+            split_entropy=entropy,
         )
 
     @torch.no_grad()

@@ -1,12 +1,16 @@
 """How R2D2 trains (`scripts/run_mlm.py`): a bidirectional language model, every word predicted from its left and
-right context nodes (nothing masked); Fast-R2D2's top-down parser may train at a rate of its own. Training code
-only: no modeling file imports this module."""
+right context nodes (nothing masked). With Fast-R2D2's top-down parser, the parser and the language model train as
+by two optimisers (the authors' code): each with its own learning rate, warm-up and, if asked, gradient clip, each
+gradient norm logged apart; the parser may start late. Training code only: no modeling file imports this module."""
 
 from dataclasses import dataclass, field
+
+from transformers import TrainerCallback
 
 from ...data.collators import EveryWordCollator
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
+from ...training.trainer import OptimizerPart
 from .configuration_r2d2 import R2D2Config
 
 
@@ -18,15 +22,27 @@ class R2D2TrainingArguments(TransformerSizeArguments):
         default="heuristic",
         metadata={
             "help": "From scratch: `heuristic` (the 2021 merge rule) or `parser` (Fast-R2D2: a top-down parser "
-            "chooses the merges; its sizes through --config_overrides, e.g. parser_num_layers=2)."
+            "chooses the merges; its sizes, target and the other model options through --config_overrides, e.g. "
+            "parser_num_layers=2,parser_target=best)."
         },
     )
     parser_learning_rate: float | None = field(
         default=None,
-        metadata={
-            "help": "Peak learning rate of the parameters under `split_parser` (with --pruning parser; the "
-            "authors' 1e-2), on the same schedule; default --learning_rate."
-        },
+        metadata={"help": "Peak learning rate of the top-down parser (`split_parser`; the authors' 1e-2); default "
+                  "--learning_rate."},
+    )
+    parser_warmup_steps: int | None = field(
+        default=None, metadata={"help": "The parser's warm-up steps; default the run's (--warmup_steps)."}
+    )
+    clip_parts_separately: bool = field(
+        default=False,
+        metadata={"help": "Clip the parser's and the language model's gradients each at --max_grad_norm on its own "
+                  "norm (the authors' two optimisers), instead of one clip over both."},
+    )
+    parser_start_step: int = field(
+        default=0,
+        metadata={"help": "Train the parser from this optimiser step on; before it, the chart merges by the untrained "
+                  "parser's scores and only the language model learns."},
     )
 
 
@@ -47,15 +63,37 @@ def every_word_collator(arguments: R2D2TrainingArguments, tokenizer, seed: int) 
     return EveryWordCollator(tokenizer)  # deterministic: nothing to seed
 
 
-def learning_rates(arguments: R2D2TrainingArguments, learning_rate: float):
-    """The top-down parser's parameters at `--parser_learning_rate`, the rest at `learning_rate`."""
-    if arguments.parser_learning_rate is None:
-        return None
+def is_parser_parameter(name: str) -> bool:
+    return ".split_parser." in f".{name}"
+
+
+def optimizer_parts(arguments: R2D2TrainingArguments, training_arguments) -> list[OptimizerPart]:
+    """The top-down parser and the language model (every other parameter) as two parts, so that their gradient
+    norms are logged apart (a model without a parser has only the second)."""
+    clip = training_arguments.max_grad_norm if arguments.clip_parts_separately else None
     parser_rate = arguments.parser_learning_rate
-    return lambda name: parser_rate if ".split_parser." in f".{name}" else learning_rate
+    return [
+        OptimizerPart("parser", is_parser_parameter, training_arguments.learning_rate if parser_rate is None
+                      else parser_rate, arguments.parser_warmup_steps, clip),
+        OptimizerPart("lm", lambda name: True, training_arguments.learning_rate, None, clip),
+    ]
+
+
+class ParserStart(TrainerCallback):
+    """The parser's loss joins training at optimiser step `step` (`R2D2ForLanguageModeling.train_parser`)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        model.train_parser = state.global_step >= self.step
+
+
+def callbacks(arguments: R2D2TrainingArguments) -> list[TrainerCallback]:
+    return [ParserStart(arguments.parser_start_step)] if arguments.parser_start_step > 0 else []
 
 
 TRAINING = LanguageModelTraining(
     arguments=R2D2TrainingArguments, new_config=new_config, collator=every_word_collator,
-    learning_rates=learning_rates,
+    optimizer_parts=optimizer_parts, callbacks=callbacks,
 )
