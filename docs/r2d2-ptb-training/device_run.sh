@@ -14,7 +14,7 @@ set -uo pipefail
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 QUICK=${QUICK:-}
-TRAIN_S=${TRAIN_S:-330}
+TRAIN_S=${TRAIN_S:-270}
 PROBE_S=${PROBE_S:-10}
 BATCH=${BATCH:-256}
 TREEBANK=${TREEBANK:-runs/device/ptb-sample-dev}
@@ -70,9 +70,9 @@ say "training done"
 
 # 3. Dev F1 (both decodings) and tree sensitivity of every run, side by side.
 for name in "${names[@]}"; do
-  OMP_NUM_THREADS=2 timeout 150 "$PYTHON" -m hf_structure.cli evaluate --model "$runs/$name" --treebank "$TREEBANK" \
+  OMP_NUM_THREADS=2 timeout 120 "$PYTHON" -m hf_structure.cli evaluate --model "$runs/$name" --treebank "$TREEBANK" \
     --device "$DEVICE" --batch-size 128 > "$runs/$name.f1.txt" 2>&1 &
-  OMP_NUM_THREADS=2 timeout 150 "$PYTHON" docs/r2d2-ptb-training/tree_sensitivity.py --model "$runs/$name" \
+  OMP_NUM_THREADS=2 timeout 120 "$PYTHON" docs/r2d2-ptb-training/tree_sensitivity.py --model "$runs/$name" \
     --treebank "$TREEBANK" --device "$DEVICE" > "$runs/$name.sensitivity.json" 2>"$runs/$name.sensitivity.err" &
 done
 wait
