@@ -33,19 +33,22 @@ say "device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || 
 probe=("$PYTHON" docs/r2d2-ptb-training/device_probe.py --seconds "$PROBE_S" --batch-size "$BATCH" --device "$DEVICE")
 [ -n "$QUICK" ] && probe+=(--hidden-size 32)
 
-# 1. The probe: one process, then four at once.
+# 1. The probe: one process, then four at once (PROBED_ONE and PROBED_FOUR: an earlier probe's figures on this kind).
+if [ -n "${PROBED_ONE:-}" ]; then one=$PROBED_ONE; four=$PROBED_FOUR; else
 one=$("${probe[@]}" 2>>"$log" | tail -1 | "$PYTHON" -c "import json,sys; print(json.load(sys.stdin)['sentences_per_s'])")
 for i in 1 2 3 4; do "${probe[@]}" > "$runs/probe$i.json" 2>>"$log" & done
 wait
 four=$(cat "$runs"/probe?.json | "$PYTHON" -c "import json,sys; print(sum(json.loads(l)['sentences_per_s'] for l in sys.stdin))")
+fi
 parallel=${PARALLEL:-$("$PYTHON" -c "print(int($four >= 2 * $one))")}  # PARALLEL: a smoke run's override
 say "probe: one process $one sentences/s; four at once $four in all; side by side: $parallel"
 
 # 2. The runs: steps that fit the wall-clock budget at the probed rate (80% of it), decayed to 0 by then.
 mapfile -t lines < <(grep -v '^#' "$VARIANTS" | grep .)
 if [ "$parallel" = 1 ]; then batch=$BATCH; rate=$("$PYTHON" -c "print($four / 4)")
-else lines=("${lines[0]}"); batch=$((4 * BATCH)); rate=$one; fi
+else lines=("${lines[0]}"); batch=$((${BATCH_FACTOR:-4} * BATCH)); rate=$one; fi  # 4x ran out of memory on an H100
 steps=$("$PYTHON" -c "print(max(10, int(0.8 * $rate * $TRAIN_S / $batch)))")
+steps=${STEPS:-$steps}  # STEPS: the step count a measured run's own rate gives
 say "runs: ${#lines[@]}, batch $batch, $steps steps each, wall-clock guard $TRAIN_S s"
 common=(--model_type r2d2 --do_train --do_eval --max_steps "$steps" --max_train_time_s "$TRAIN_S"
   --per_device_train_batch_size "$batch" --per_device_eval_batch_size 256 --warmup_steps $((steps / 10))
