@@ -49,9 +49,10 @@ if [ "$parallel" = 1 ]; then batch=$BATCH; rate=$("$PYTHON" -c "print($four / 4)
 else lines=("${lines[0]}"); batch=$((${BATCH_FACTOR:-4} * BATCH)); rate=$one; fi  # 4x ran out of memory on an H100
 steps=$("$PYTHON" -c "print(max(10, int(0.8 * $rate * $TRAIN_S / $batch)))")
 steps=${STEPS:-$steps}  # STEPS: the step count a measured run's own rate gives
+warmup=$((steps / 10))
 say "runs: ${#lines[@]}, batch $batch, $steps steps each, wall-clock guard $TRAIN_S s"
 common=(--model_type r2d2 --do_train --do_eval --max_steps "$steps" --max_train_time_s "$TRAIN_S"
-  --per_device_train_batch_size "$batch" --per_device_eval_batch_size 256 --warmup_steps $((steps / 10))
+  --per_device_train_batch_size "$batch" --per_device_eval_batch_size 256 --warmup_steps "$warmup"
   --lr_scheduler_type linear --weight_decay 0.01 --max_grad_norm 1.0 --bf16 --save_strategy no
   --eval_strategy no --logging_steps 10 --train_sampling_strategy group_by_length --prediction_loss_only
   --report_to none --disable_tqdm true --dataloader_num_workers 0)

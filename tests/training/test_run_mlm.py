@@ -343,9 +343,15 @@ def test_training_logs_the_language_model_and_parser_losses_and_the_split_entrop
     assert logged[1]["loss"] == pytest.approx(logged[1]["lm_loss"] + logged[1]["parser_loss"], rel=1e-3)
 
 
+# What the documented scripts' shell variables stand for when their commands are parsed.
+PLACEHOLDERS = {"$seed": "1", "SEED": "1", "$steps": "10", "$warmup": "1", "$TRAIN_S": "60", "$batch": "8",
+                "$pruning": "parser"}
+
+
 def documented_commands() -> list[tuple[str, list[str]]]:
     """(file, arguments after the script) of every training command in docs/: the `command*.txt` files, and the
-    shell scripts' runs of an argument array `common` (their `$seed` and SEED placeholders read as 1)."""
+    shell scripts' runs of an argument array `common` (their shell variables read as `PLACEHOLDERS` say; a run whose
+    own arguments are `$arguments` takes each run of the `device_variants.txt` beside the script)."""
     commands = []
     for path in sorted((ROOT / "docs").glob("*/command*.txt")):
         words = path.read_text().split()
@@ -361,9 +367,20 @@ def documented_commands() -> list[tuple[str, list[str]]]:
             if '"${common[@]}"' in line and "scripts/run_" in line:
                 script = line.split('"${common[@]}"')[0].split()[-1]
                 own = line.split('"${common[@]}"', 1)[1].split(">")[0].split()
-                commands.append((f"{path.parent.name}/{path.name}", [script, *array, *own]))
-    return [(name, [word.strip('"').replace("$seed", "1").replace("SEED", "1") for word in words])
-            for name, words in commands]
+                if "$arguments" not in own:
+                    commands.append((f"{path.parent.name}/{path.name}", [script, *array, *own]))
+                    continue
+                own.remove("$arguments")
+                for variant in (path.parent / "device_variants.txt").read_text().splitlines():
+                    if variant.strip() and not variant.startswith("#"):
+                        commands.append((f"{path.parent.name}/{path.name}", [script, *array, *variant.split()[2:],
+                                                                             *own]))
+
+    def substituted(word: str) -> str:
+        word = word.strip('"')
+        return PLACEHOLDERS.get(word, word.replace("$seed", "1").replace("SEED", "1"))
+
+    return [(name, [substituted(word) for word in words]) for name, words in commands]
 
 
 def test_the_documented_training_commands_still_parse(monkeypatch):
@@ -373,11 +390,14 @@ def test_the_documented_training_commands_still_parse(monkeypatch):
 
     commands = documented_commands()
     assert {"r2d2-ptb-training/fast_r2d2_run.sh", "g2gtr-ewt-training/command_stage2.txt",
-            "arc-hybrid-ewt-training/command.txt"} <= {name for name, _ in commands}
+            "arc-hybrid-ewt-training/command.txt", "r2d2-ptb-training/device_run.sh",
+            "r2d2-ptb-training/schedule_c.sh"} <= {name for name, _ in commands}
     for name, words in commands:
         entry, default = (language_model, "structformer") if words[0].endswith("run_mlm.py") else (parser, "g2gtr")
         given = words[words.index("--model_type") + 1] if "--model_type" in words else default
         monkeypatch.setattr(arguments, "saved_model_type", lambda path, given=given: given)
+        if "--bf16" in words and "--use_cpu" not in words:  # a GPU's command, parsed on this CPU
+            words = [*words, "--use_cpu"]
         recipe, parsed = entry.parse_command_line(words[1:], default)
         assert parsed[0].model_type == given, name
 
