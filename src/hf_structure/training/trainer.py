@@ -161,10 +161,7 @@ class LengthGroupedTrainer(Trainer):
             return super().create_scheduler(num_training_steps, optimizer)
         optimizer = self.optimizer if optimizer is None else optimizer
         run_warmup = self.args.get_warmup_steps(num_training_steps)
-        part_of_parameter = {}
-        for name, parameter in self.model.named_parameters():
-            part = self.part_of(name)
-            part_of_parameter[id(parameter)] = None if part is None else part.name
+        part_of_parameter = {id(p): part for part, ps in self._parameter_parts(self.model).items() for p in ps}
 
         def factor(warmup_steps: int):
             # The schedule type's factor function, read off a scheduler made for a throwaway optimizer.
@@ -178,7 +175,7 @@ class LengthGroupedTrainer(Trainer):
 
         factors = []
         for group in optimizer.param_groups:
-            part = part_of_parameter[id(group["params"][0])] if group["params"] else None
+            part = part_of_parameter.get(id(group["params"][0])) if group["params"] else None
             factors.append(factor(own_warmup.get(part, run_warmup)))
         self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
         self._created_lr_scheduler = True
