@@ -62,8 +62,11 @@ def test_the_2022_rules_noise_draws_merges_with_the_gumbel_max_probabilities():
 
 
 def test_the_merge_noise_follows_the_config_and_training_mode():
-    assert not R2D2Config().merge_noise  # the 2021 rule has none
-    assert R2D2Config(merge_rule="2022").merge_noise and R2D2Config(pruning="parser").merge_noise
+    assert not R2D2Config().noisy_merges  # the 2021 rule has none
+    assert R2D2Config(merge_rule="2022").noisy_merges and R2D2Config(pruning="parser").noisy_merges
+    overridden = R2D2Config()
+    overridden.update_from_string("merge_rule=2022")  # --config_overrides: the default follows the rule
+    assert overridden.noisy_merges and not R2D2Config(merge_rule="2022", merge_noise=False).noisy_merges
     with pytest.raises(ValueError, match="merge_noise"):
         R2D2Config(merge_noise=True)
     model = tiny_model(pruning="parser", merge_noise=False, **TINY_PARSER).train()

@@ -78,8 +78,8 @@ class R2D2Config(StructureConfig):
         merge_rule: the heuristic pruning's choice of the next merge: `"2021"` (the ACL paper's rule) or `"2022"`
             (the authors' later code; see `encode_pruned_chart`).
         merge_noise: Gumbel noise on the merge scores in training, so that the merges are drawn rather than the
-            best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. Default: on for
-            both (the authors' code); the 2021 rule has none.
+            best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. None (default): on
+            for both (the authors' code), read when the model runs (`noisy_merges`); the 2021 rule has none.
         parser_target: what the top-down parser learns from: `"sampled"` (`parser_tree_samples` trees drawn from
             the chart, the authors') or `"best"` (the chart's best tree only).
         parser_target_temperature: the temperature of the chart's split scores when the parser's target trees are
@@ -148,8 +148,6 @@ class R2D2Config(StructureConfig):
             raise ValueError(f"tree_decoding must be 'chart', or 'parser' with parser pruning; got {tree_decoding!r}")
         if merge_rule not in self.merge_rules:
             raise ValueError(f"merge_rule must be one of {self.merge_rules}, got {merge_rule!r}")
-        if merge_noise is None:
-            merge_noise = pruning == "parser" or merge_rule == "2022"
         if merge_noise and pruning == "heuristic" and merge_rule == "2021":
             raise ValueError("merge_noise needs parser pruning or merge_rule='2022': the 2021 rule has no noise")
         if parser_target not in self.parser_targets:
@@ -176,7 +174,7 @@ class R2D2Config(StructureConfig):
         self.parser_tree_samples = parser_tree_samples
         self.tree_decoding = tree_decoding
         self.merge_rule = merge_rule
-        self.merge_noise = bool(merge_noise)
+        self.merge_noise = merge_noise
         self.parser_target = parser_target
         self.parser_target_temperature = parser_target_temperature
         self.tie_decoder = tie_decoder
@@ -190,6 +188,14 @@ class R2D2Config(StructureConfig):
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
         )
+
+    @property
+    def noisy_merges(self) -> bool:
+        """Whether training draws the merges with Gumbel noise: `merge_noise`, or by default wherever the authors'
+        code does (parser pruning, the 2022 rule)."""
+        if self.merge_noise is None:
+            return self.pruning == "parser" or self.merge_rule == "2022"
+        return bool(self.merge_noise)
 
     @property
     def reported_tree_decodings(self) -> tuple[str, ...]:

@@ -933,7 +933,7 @@ class R2D2Model(R2D2PreTrainedModel):
     def parser_merge_order(self, split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """The merge order of the parser's tree; in training, of a tree drawn from the parser (Gumbel noise on the
         scores, as the authors' code)."""
-        if self.training and self.config.merge_noise:
+        if self.training and self.config.noisy_merges:
             split_scores = split_scores - torch.empty_like(split_scores).exponential_().log()
         return merge_order_from_split_scores(split_scores, lengths)
 
@@ -968,7 +968,7 @@ class R2D2Model(R2D2PreTrainedModel):
             window_size or self.config.window_size,
             merge_order=merge_order,
             merge_rule=self.config.merge_rule,
-            merge_noise=self.training and self.config.merge_noise,
+            merge_noise=self.training and self.config.noisy_merges,
         )
         return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
 

@@ -73,8 +73,8 @@ class R2D2Config(StructureConfig):
         merge_rule: the heuristic pruning's choice of the next merge: `"2021"` (the ACL paper's rule) or `"2022"`
             (the authors' later code; see `encode_pruned_chart`).
         merge_noise: Gumbel noise on the merge scores in training, so that the merges are drawn rather than the
-            best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. Default: on for
-            both (the authors' code); the 2021 rule has none.
+            best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. None (default): on
+            for both (the authors' code), read when the model runs (`noisy_merges`); the 2021 rule has none.
         parser_target: what the top-down parser learns from: `"sampled"` (`parser_tree_samples` trees drawn from
             the chart, the authors') or `"best"` (the chart's best tree only).
         parser_target_temperature: the temperature of the chart's split scores when the parser's target trees are
@@ -143,8 +143,6 @@ class R2D2Config(StructureConfig):
             raise ValueError(f"tree_decoding must be 'chart', or 'parser' with parser pruning; got {tree_decoding!r}")
         if merge_rule not in self.merge_rules:
             raise ValueError(f"merge_rule must be one of {self.merge_rules}, got {merge_rule!r}")
-        if merge_noise is None:
-            merge_noise = pruning == "parser" or merge_rule == "2022"
         if merge_noise and pruning == "heuristic" and merge_rule == "2021":
             raise ValueError("merge_noise needs parser pruning or merge_rule='2022': the 2021 rule has no noise")
         if parser_target not in self.parser_targets:
@@ -171,7 +169,7 @@ class R2D2Config(StructureConfig):
         self.parser_tree_samples = parser_tree_samples
         self.tree_decoding = tree_decoding
         self.merge_rule = merge_rule
-        self.merge_noise = bool(merge_noise)
+        self.merge_noise = merge_noise
         self.parser_target = parser_target
         self.parser_target_temperature = parser_target_temperature
         self.tie_decoder = tie_decoder
@@ -185,6 +183,14 @@ class R2D2Config(StructureConfig):
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
         )
+
+    @property
+    def noisy_merges(self) -> bool:
+        """Whether training draws the merges with Gumbel noise: `merge_noise`, or by default wherever the authors'
+        code does (parser pruning, the 2022 rule)."""
+        if self.merge_noise is None:
+            return self.pruning == "parser" or self.merge_rule == "2022"
+        return bool(self.merge_noise)
 
     @property
     def reported_tree_decodings(self) -> tuple[str, ...]:
@@ -467,7 +473,7 @@ class R2D2Model(R2D2PreTrainedModel):
     def parser_merge_order(self, split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """The merge order of the parser's tree; in training, of a tree drawn from the parser (Gumbel noise on the
         scores, as the authors' code)."""
-        if self.training and self.config.merge_noise:
+        if self.training and self.config.noisy_merges:
             split_scores = split_scores - torch.empty_like(split_scores).exponential_().log()
         return merge_order_from_split_scores(split_scores, lengths)
 
@@ -502,7 +508,7 @@ class R2D2Model(R2D2PreTrainedModel):
             window_size or self.config.window_size,
             merge_order=merge_order,
             merge_rule=self.config.merge_rule,
-            merge_noise=self.training and self.config.merge_noise,
+            merge_noise=self.training and self.config.noisy_merges,
         )
         return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
 
