@@ -17,9 +17,10 @@ from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_mod
 from tests.helpers.paths import ROOT
 BUNDLED = Path(resolve_model_path(DEFAULT_MODEL))
 # Scores of the bundled structformer-ptb's pipeline on the gold words of the first 300 sentences of ptb-sample/dev
-# (2026-11-25, the checkpoint as bundled), pinned here: the default pipeline must keep reproducing them.
+# (2026-11-26, the checkpoint as bundled, reading numbers as `<unk>` as its training did; with numbers read as `N`,
+# before that day: 49.97 / 39.13 / 40.9), pinned here: the default pipeline must keep reproducing them.
 SLICE = 300
-SLICE_SCORES = {"sentence_f1": 49.97, "uas": 39.13, "uas_argmax": 40.9, "valid_trees": 100.0}
+SLICE_SCORES = {"sentence_f1": 50.54, "uas": 41.83, "uas_argmax": 43.5, "valid_trees": 100.0}
 
 
 def test_every_declared_short_name_is_a_checkpoint_folder():

@@ -10,20 +10,27 @@ PAD, MASK, UNK = "<pad>", "<mask>", "<unk>"
 # A whole word that is a number (1,000 / 3.5 / 1\/2 / 10:30) became `N` in the PTB LM text; words that only
 # contain digits (1980s, 30-day) were kept as they are.
 NUMBER = r"(?<!\S)[-+]?[0-9.,:\\/]*[0-9][0-9.,:\\/]*(?!\S)"
+# The text's own number token: read as a number before lower-casing, which would make it `n`, another word.
+NUMBER_TOKEN = r"(?<!\S)N(?!\S)"
 
 
 def build_word_tokenizer(sentences: Iterable[str], max_vocab_size: int | None = None) -> PreTrainedTokenizerFast:
     """A `PreTrainedTokenizerFast` over the space-separated words of `sentences`, most frequent first.
 
     Special tokens: `<pad>` (id 0), `<mask>` (id 1), `<unk>` (id 2). Input is lower-cased and numbers become `N`
-    before lookup; unknown words map to `<unk>`. No special tokens are added around a sentence.
+    before lookup, the text's own `N` among them; unknown words map to `<unk>`. No special tokens are added around a
+    sentence.
     """
     counts = Counter(word for sentence in sentences for word in sentence.split())
     counts.pop(UNK, None)
     words = [word for word, _ in counts.most_common(max_vocab_size)]
     vocab = {token: index for index, token in enumerate([PAD, MASK, UNK, *words])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    backend.normalizer = normalizers.Sequence([normalizers.Lowercase(), normalizers.Replace(Regex(NUMBER), "N")])
+    backend.normalizer = normalizers.Sequence([
+        normalizers.Replace(Regex(NUMBER_TOKEN), "0"),
+        normalizers.Lowercase(),
+        normalizers.Replace(Regex(NUMBER), "N"),
+    ])
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     return PreTrainedTokenizerFast(
         tokenizer_object=backend,
