@@ -344,8 +344,8 @@ def test_training_logs_the_language_model_and_parser_losses_and_the_split_entrop
 
 
 # What the documented scripts' shell variables stand for when their commands are parsed.
-PLACEHOLDERS = {"$seed": "1", "SEED": "1", "$steps": "10", "${STEPS:-300}": "300", "$warmup": "1", "$TRAIN_S": "60", "$batch": "8",
-                "$pruning": "parser"}
+PLACEHOLDERS = {"$seed": "1", "SEED": "1", "$steps": "10", "${STEPS:-300}": "300", "$warmup": "1", "$TRAIN_S": "60",
+                "$batch": "8", "$pruning": "parser"}
 
 
 def documented_commands() -> list[tuple[str, list[str]]]:
