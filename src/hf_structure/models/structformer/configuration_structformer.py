@@ -62,8 +62,15 @@ class StructFormerConfig(StructureConfig):
         num_hidden_layers: number of dependency-constrained Transformer blocks.
         num_attention_heads: heads per block.
         intermediate_size: width of the feed-forward layers.
-        hidden_dropout_prob: dropout on embeddings, residual branches and feed-forward layers.
+        hidden_dropout_prob: dropout on residual branches and feed-forward layers, and by default on the embeddings.
         attention_probs_dropout_prob: dropout on the attention weights (0 in the released runs).
+        embedding_dropout_prob: dropout on the input embeddings; default `hidden_dropout_prob`. The authors' code:
+            0 (its dropout sits on the final hidden state instead: `output_dropout_prob`).
+        output_dropout_prob: dropout on the final hidden state before the tied output layer (the masked-LM head;
+            the authors' code: 0.1, ours 0 by default).
+        attention_initialization: the attention's query/key/value and output projections: `"fan_in"` (PyTorch's
+            default uniform(+-1/sqrt(fan_in)), as every other linear layer) or `"xavier"` (Xavier-uniform with zero
+            biases, the authors' code).
         fast_dropout: on CPU, draw dropout masks two to a 64-bit number of an SFC64 stream seeded from torch's
             generator and apply them as a multiply by 0/1 (`random_keep_mask`: the same distribution, several times
             cheaper than torch's per-element draws, still reproducible by `torch.manual_seed`); False:
@@ -104,6 +111,9 @@ class StructFormerConfig(StructureConfig):
         intermediate_size=2048,
         hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.0,
+        embedding_dropout_prob=None,
+        output_dropout_prob=0.0,
+        attention_initialization="fan_in",
         fast_dropout=True,
         num_parser_layers=3,
         parser_conv_size=9,
@@ -135,6 +145,10 @@ class StructFormerConfig(StructureConfig):
             raise ValueError(f"calibration_scope must be 'sentence' or 'batch', got {calibration_scope!r}")
         if head_decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
+        if attention_initialization not in ("fan_in", "xavier"):
+            raise ValueError(
+                f"attention_initialization must be 'fan_in' or 'xavier', got {attention_initialization!r}"
+            )
         if parser_conv_size % 2 != 1:
             raise ValueError(f"parser_conv_size must be odd (same padding), got {parser_conv_size}")
         self.vocab_size = vocab_size
@@ -144,6 +158,9 @@ class StructFormerConfig(StructureConfig):
         self.intermediate_size = intermediate_size
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.embedding_dropout_prob = embedding_dropout_prob
+        self.output_dropout_prob = output_dropout_prob
+        self.attention_initialization = attention_initialization
         self.fast_dropout = fast_dropout
         self.num_parser_layers = num_parser_layers
         self.parser_conv_size = parser_conv_size

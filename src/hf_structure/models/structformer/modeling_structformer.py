@@ -712,6 +712,15 @@ class StructFormerParser(nn.Module):
         return distances.float(), heights.float()
 
 
+class StructFormerAttentionProjection(nn.Linear):
+    """A projection of the attention made of `blocks` square d x d layers side by side (query, key and value: 3),
+    so that `attention_initialization="xavier"` initialises each as the authors' separate layers."""
+
+    def __init__(self, hidden_size: int, blocks: int):
+        super().__init__(hidden_size, blocks * hidden_size)
+        self.blocks = blocks
+
+
 class StructFormerAttention(nn.Module):
     """Dependency-constrained self-attention (Eqs. 16-17): sigmoid(QK^T / sqrt(d_head)) gated by p_ij, times V."""
 
@@ -719,8 +728,8 @@ class StructFormerAttention(nn.Module):
         super().__init__()
         self.num_heads = config.num_attention_heads
         self.head_dim = config.hidden_size // config.num_attention_heads
-        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
-        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.qkv = StructFormerAttentionProjection(config.hidden_size, 3)
+        self.out = StructFormerAttentionProjection(config.hidden_size, 1)
         self.dropout = StructFormerDropout(config.attention_probs_dropout_prob, config.fast_dropout)
 
     def forward(self, hidden: torch.Tensor, relation_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -768,6 +777,10 @@ class StructFormerPreTrainedModel(PreTrainedModel):
     def _init_weights(self, module):
         if isinstance(module, nn.Embedding):
             init.uniform_(module.weight, -self.config.initializer_range, self.config.initializer_range)
+        elif isinstance(module, StructFormerAttentionProjection) and self.config.attention_initialization == "xavier":
+            for block in module.weight.chunk(module.blocks):
+                init.xavier_uniform_(block)
+            init.zeros_(module.bias)
         elif isinstance(module, (nn.Linear, nn.Conv1d)):
             # PyTorch's default fan-in scaling, as in the authors' code.
             fan_in = module.weight[0].numel()
@@ -795,7 +808,10 @@ class StructFormerModel(StructFormerPreTrainedModel):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.embed_dropout = StructFormerDropout(config.hidden_dropout_prob, config.fast_dropout)
+        embedding_dropout = config.embedding_dropout_prob
+        self.embed_dropout = StructFormerDropout(
+            config.hidden_dropout_prob if embedding_dropout is None else embedding_dropout, config.fast_dropout
+        )
         self.parser = StructFormerParser(config)
         self.layers = nn.ModuleList(StructFormerLayer(config) for _ in range(config.num_hidden_layers))
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -955,6 +971,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         self.structformer = StructFormerModel(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.output_dropout = StructFormerDropout(config.output_dropout_prob, config.fast_dropout)
         self.post_init()
 
     def get_output_embeddings(self):
@@ -979,7 +996,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
         )
-        hidden = outputs.last_hidden_state
+        hidden = self.output_dropout(outputs.last_hidden_state)
         loss = None
         if labels is None:
             logits = F.linear(hidden, self.lm_head.weight, self.output_bias)

@@ -42,8 +42,15 @@ class StructFormerConfig(StructureConfig):
         num_hidden_layers: number of dependency-constrained Transformer blocks.
         num_attention_heads: heads per block.
         intermediate_size: width of the feed-forward layers.
-        hidden_dropout_prob: dropout on embeddings, residual branches and feed-forward layers.
+        hidden_dropout_prob: dropout on residual branches and feed-forward layers, and by default on the embeddings.
         attention_probs_dropout_prob: dropout on the attention weights (0 in the released runs).
+        embedding_dropout_prob: dropout on the input embeddings; default `hidden_dropout_prob`. The authors' code:
+            0 (its dropout sits on the final hidden state instead: `output_dropout_prob`).
+        output_dropout_prob: dropout on the final hidden state before the tied output layer (the masked-LM head;
+            the authors' code: 0.1, ours 0 by default).
+        attention_initialization: the attention's query/key/value and output projections: `"fan_in"` (PyTorch's
+            default uniform(+-1/sqrt(fan_in)), as every other linear layer) or `"xavier"` (Xavier-uniform with zero
+            biases, the authors' code).
         fast_dropout: on CPU, draw dropout masks two to a 64-bit number of an SFC64 stream seeded from torch's
             generator and apply them as a multiply by 0/1 (`random_keep_mask`: the same distribution, several times
             cheaper than torch's per-element draws, still reproducible by `torch.manual_seed`); False:
@@ -84,6 +91,9 @@ class StructFormerConfig(StructureConfig):
         intermediate_size=2048,
         hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.0,
+        embedding_dropout_prob=None,
+        output_dropout_prob=0.0,
+        attention_initialization="fan_in",
         fast_dropout=True,
         num_parser_layers=3,
         parser_conv_size=9,
@@ -115,6 +125,10 @@ class StructFormerConfig(StructureConfig):
             raise ValueError(f"calibration_scope must be 'sentence' or 'batch', got {calibration_scope!r}")
         if head_decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
+        if attention_initialization not in ("fan_in", "xavier"):
+            raise ValueError(
+                f"attention_initialization must be 'fan_in' or 'xavier', got {attention_initialization!r}"
+            )
         if parser_conv_size % 2 != 1:
             raise ValueError(f"parser_conv_size must be odd (same padding), got {parser_conv_size}")
         self.vocab_size = vocab_size
@@ -124,6 +138,9 @@ class StructFormerConfig(StructureConfig):
         self.intermediate_size = intermediate_size
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.embedding_dropout_prob = embedding_dropout_prob
+        self.output_dropout_prob = output_dropout_prob
+        self.attention_initialization = attention_initialization
         self.fast_dropout = fast_dropout
         self.num_parser_layers = num_parser_layers
         self.parser_conv_size = parser_conv_size
@@ -372,6 +389,15 @@ class StructFormerParser(nn.Module):
         return distances.float(), heights.float()
 
 
+class StructFormerAttentionProjection(nn.Linear):
+    """A projection of the attention made of `blocks` square d x d layers side by side (query, key and value: 3),
+    so that `attention_initialization="xavier"` initialises each as the authors' separate layers."""
+
+    def __init__(self, hidden_size: int, blocks: int):
+        super().__init__(hidden_size, blocks * hidden_size)
+        self.blocks = blocks
+
+
 class StructFormerAttention(nn.Module):
     """Dependency-constrained self-attention (Eqs. 16-17): sigmoid(QK^T / sqrt(d_head)) gated by p_ij, times V."""
 
@@ -379,8 +405,8 @@ class StructFormerAttention(nn.Module):
         super().__init__()
         self.num_heads = config.num_attention_heads
         self.head_dim = config.hidden_size // config.num_attention_heads
-        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
-        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.qkv = StructFormerAttentionProjection(config.hidden_size, 3)
+        self.out = StructFormerAttentionProjection(config.hidden_size, 1)
         self.dropout = StructFormerDropout(config.attention_probs_dropout_prob, config.fast_dropout)
 
     def forward(self, hidden: torch.Tensor, relation_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -428,6 +454,10 @@ class StructFormerPreTrainedModel(PreTrainedModel):
     def _init_weights(self, module):
         if isinstance(module, nn.Embedding):
             init.uniform_(module.weight, -self.config.initializer_range, self.config.initializer_range)
+        elif isinstance(module, StructFormerAttentionProjection) and self.config.attention_initialization == "xavier":
+            for block in module.weight.chunk(module.blocks):
+                init.xavier_uniform_(block)
+            init.zeros_(module.bias)
         elif isinstance(module, (nn.Linear, nn.Conv1d)):
             # PyTorch's default fan-in scaling, as in the authors' code.
             fan_in = module.weight[0].numel()
@@ -455,7 +485,10 @@ class StructFormerModel(StructFormerPreTrainedModel):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
         self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.embed_dropout = StructFormerDropout(config.hidden_dropout_prob, config.fast_dropout)
+        embedding_dropout = config.embedding_dropout_prob
+        self.embed_dropout = StructFormerDropout(
+            config.hidden_dropout_prob if embedding_dropout is None else embedding_dropout, config.fast_dropout
+        )
         self.parser = StructFormerParser(config)
         self.layers = nn.ModuleList(StructFormerLayer(config) for _ in range(config.num_hidden_layers))
         self.final_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
@@ -615,6 +648,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         self.structformer = StructFormerModel(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.output_dropout = StructFormerDropout(config.output_dropout_prob, config.fast_dropout)
         self.post_init()
 
     def get_output_embeddings(self):
@@ -639,7 +673,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
         )
-        hidden = outputs.last_hidden_state
+        hidden = self.output_dropout(outputs.last_hidden_state)
         loss = None
         if labels is None:
             logits = F.linear(hidden, self.lm_head.weight, self.output_bias)
