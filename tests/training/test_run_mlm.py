@@ -325,6 +325,37 @@ def test_the_parser_and_the_language_model_are_clipped_apart_or_together_with_bo
         assert logs["grad_norm_lm"] == pytest.approx(0.5, rel=1e-3)
 
 
+def test_a_schedule_tied_to_the_wall_clock_decays_by_the_budget_spent_or_the_steps_whichever_is_further(tmp_path):
+    from hf_structure.training.trainer import LanguageModelTrainingArguments, MaskedLMTrainer
+
+    def trainer_with_clock(**settings):
+        args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none",
+                                              learning_rate=1e-3, lr_scheduler_type="linear", warmup_steps=0,
+                                              max_train_time_s=100, **settings)
+        trainer = MaskedLMTrainer(model=tiny_fast_r2d2(), args=args)
+        now = [0.0]
+        trainer.wall_clock.clock = lambda: now[0]
+        trainer.create_optimizer()
+        scheduler = trainer.create_scheduler(num_training_steps=100)
+        trainer.wall_clock.on_train_begin(args, None, None)
+        return trainer, scheduler, now
+
+    def rates_after(trainer, scheduler, now, seconds):
+        now[0] = seconds
+        trainer.optimizer.step()
+        scheduler.step()
+        return {round(group["lr"], 9) for group in trainer.optimizer.param_groups}
+
+    trainer, scheduler, now = trainer_with_clock(lr_decay_by_wall_clock=True)
+    assert rates_after(trainer, scheduler, now, 50.0) == {5e-4}  # step 1, half the budget spent: half decayed
+    assert rates_after(trainer, scheduler, now, 100.0) == {0.0}  # the budget spent: decayed to 0
+    trainer, scheduler, now = trainer_with_clock()  # by steps alone, as before
+    assert rates_after(trainer, scheduler, now, 50.0) == {round(1e-3 * 99 / 100, 9)}
+    with pytest.raises(ValueError, match="needs --max_train_time_s"):
+        MaskedLMTrainer(model=tiny_fast_r2d2(), args=LanguageModelTrainingArguments(
+            output_dir=str(tmp_path), use_cpu=True, report_to="none", lr_decay_by_wall_clock=True))
+
+
 def test_training_logs_the_language_model_and_parser_losses_and_the_split_entropy_apart(tmp_path, text_files):
     result = run_mlm([*TINY_R2D2, *COMMON, "--max_steps", "4", "--logging_steps", "2", "--do_train",
                       "--pruning", "parser", "--parser_learning_rate", "1e-2", "--clip_parts_separately",

@@ -15,7 +15,7 @@ from ..registry import model_spec
 from . import LanguageModelTraining
 from .arguments import parse_arguments
 from .precision import with_chosen_precision
-from .trainer import LanguageModelTrainingArguments, MaskedLMTrainer, WallClockBudget, end_processes, train_resuming
+from .trainer import LanguageModelTrainingArguments, MaskedLMTrainer, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
 
@@ -136,8 +136,6 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
     )
 
     callbacks = recipe.callbacks(own_args) if recipe.callbacks else []
-    if getattr(training_args, "max_train_time_s", None):
-        callbacks.append(WallClockBudget(training_args.max_train_time_s))
     if data_args.treebank_dir:
         from ..evaluation.callbacks import ParsingEvaluationCallback
 

@@ -27,23 +27,36 @@ class LanguageModelTrainingArguments(TrainingArguments):
             "end of a run (for a lent machine with a hard time limit; --max_steps still sets the schedule)."
         },
     )
+    lr_decay_by_wall_clock: bool = field(
+        default=False,
+        metadata={
+            "help": "With --max_train_time_s: the learning-rate schedule advances by steps or by the budget's "
+            "spent share, whichever is further, so that its decay ends when the budget does even if --max_steps "
+            "is not reached."
+        },
+    )
 
 
 class WallClockBudget(TrainerCallback):
     """Ends training once `budget_s` seconds have passed since the training loop began; the run then saves its
     model and records as after its last step. Checked after each optimiser step, so it overruns by one step."""
 
-    def __init__(self, budget_s: float):
+    def __init__(self, budget_s: float, clock: Callable[[], float] = time.monotonic):
         if budget_s <= 0:
             raise ValueError(f"the wall-clock budget must be positive, got {budget_s}")
         self.budget_s = budget_s
+        self.clock = clock
         self.started = None
 
+    def spent(self) -> float:
+        """The share of the budget spent (0 before the training loop begins; above 1 once it is over)."""
+        return 0.0 if self.started is None else (self.clock() - self.started) / self.budget_s
+
     def on_train_begin(self, args, state, control, **kwargs):
-        self.started = time.monotonic()
+        self.started = self.clock()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if time.monotonic() - self.started >= self.budget_s:
+        if self.spent() >= 1:
             logger.info("wall-clock budget of %.0f s spent at step %d: stopping", self.budget_s, state.global_step)
             control.should_training_stop = True
 
@@ -98,6 +111,12 @@ class LengthGroupedTrainer(Trainer):
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
+        budget_s = getattr(self.args, "max_train_time_s", None)
+        self.wall_clock = WallClockBudget(budget_s) if budget_s else None
+        if self.wall_clock:
+            self.add_callback(self.wall_clock)
+        if getattr(self.args, "lr_decay_by_wall_clock", False) and not self.wall_clock:
+            raise ValueError("--lr_decay_by_wall_clock needs --max_train_time_s")
         if learning_rate_of is not None and optimizer_parts:
             raise ValueError("give learning_rate_of or optimizer_parts, not both")
         self.optimizer_parts = optimizer_parts or []
@@ -155,10 +174,29 @@ class LengthGroupedTrainer(Trainer):
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         """Trainer's schedule; where a part has a warm-up of its own, its parameter groups follow the same schedule
-        type with that warm-up (one `LambdaLR` with a factor per group)."""
+        type with that warm-up (one `LambdaLR` with a factor per group); with `--lr_decay_by_wall_clock`, every
+        factor advances by steps or by the wall-clock budget's spent share, whichever is further."""
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler
         own_warmup = {part.name: part.warmup_steps for part in self.optimizer_parts if part.warmup_steps is not None}
-        if self.lr_scheduler is not None or not own_warmup:
-            return super().create_scheduler(num_training_steps, optimizer)
+        if own_warmup:
+            self._create_part_scheduler(num_training_steps, own_warmup, optimizer)
+        else:
+            super().create_scheduler(num_training_steps, optimizer)
+        if getattr(self.args, "lr_decay_by_wall_clock", False):
+            if not isinstance(self.lr_scheduler, torch.optim.lr_scheduler.LambdaLR):
+                raise ValueError(
+                    f"--lr_decay_by_wall_clock needs a LambdaLR schedule, not {self.args.lr_scheduler_type!r}"
+                )
+            clock = self.wall_clock
+
+            def by_steps_or_clock(factor):
+                return lambda step: factor(max(step, int(clock.spent() * num_training_steps)))
+
+            self.lr_scheduler.lr_lambdas = [by_steps_or_clock(factor) for factor in self.lr_scheduler.lr_lambdas]
+        return self.lr_scheduler
+
+    def _create_part_scheduler(self, num_training_steps: int, own_warmup: dict, optimizer=None) -> None:
         optimizer = self.optimizer if optimizer is None else optimizer
         run_warmup = self.args.get_warmup_steps(num_training_steps)
         part_of_parameter = {id(p): part for part, ps in self._parameter_parts(self.model).items() for p in ps}
@@ -170,7 +208,9 @@ class LengthGroupedTrainer(Trainer):
                                       num_training_steps=num_training_steps,
                                       scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)
             if not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
-                raise ValueError(f"a part's own warm-up needs a LambdaLR schedule type, not {self.args.lr_scheduler_type!r}")
+                raise ValueError(
+                    f"a part's own warm-up needs a LambdaLR schedule type, not {self.args.lr_scheduler_type!r}"
+                )
             return scheduler.lr_lambdas[0]
 
         factors = []
@@ -179,7 +219,6 @@ class LengthGroupedTrainer(Trainer):
             factors.append(factor(own_warmup.get(part, run_warmup)))
         self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factors)
         self._created_lr_scheduler = True
-        return self.lr_scheduler
 
     def _clip_grad_norm(self, model):
         """Trainer's one clip over every parameter, except that a part with a clip of its own is clipped on its own
