@@ -170,10 +170,15 @@ def _input_format(args) -> str:
     return "conllu" if args.input and Path(args.input).suffix.lower() == ".conllu" else "text"
 
 
-def _check_output(path: str | None, svg: str | None) -> None:
+def _check_output(path: str | None, svg: str | None, source: str | None) -> None:
+    """Refuse, before the model loads, an output whose folder is missing or that is the input file itself (opening
+    it for writing would empty the input before it is read)."""
     for target in (path, svg):
         if target and not Path(target).resolve().parent.is_dir():
             raise _fail("parse", f"cannot write {target}: folder {Path(target).resolve().parent} does not exist")
+    if path and source and source != STDIN and Path(path).exists() and Path(path).samefile(source):
+        raise _fail("parse", f"--output {path} is the input file: it would be emptied before it is read; "
+                             "write to another file")
 
 
 def _check_device(command: str, name: str):
@@ -337,7 +342,7 @@ def _parse(args) -> None:
     total = len(args.text) if args.text else None if args.input == STDIN else _count_units(args.input, input_format)
     if total == 0:
         raise _fail("parse", f"no sentence in {args.input}")
-    _check_output(args.output, args.svg)
+    _check_output(args.output, args.svg, args.input)
     device = _check_device("parse", args.device) if args.device else None
     from .pipelines import load_parser
     from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description

@@ -173,6 +173,11 @@ def test_io_problems_are_reported_before_parsing(model, tmp_path):
         main(["parse", "--model", "no-such-model", "--input", str(tmp_path / "binary")])
     with pytest.raises(SystemExit, match="cannot read input file"):
         main(["parse", "--model", "no-such-model", "--input", str(tmp_path / "missing.txt")])
+    # The input as the output, also through another spelling of its path: refused, the input left whole.
+    for output in (source, tmp_path / "." / "in.txt"):
+        with pytest.raises(SystemExit, match="is the input file: it would be emptied before it is read"):
+            main(["parse", "--model", "no-such-model", "--input", str(source), "--output", str(output)])
+        assert source.read_text(encoding="utf-8") == "a dog ran\n"
 
 
 def test_module_subprocess(model, tmp_path):
