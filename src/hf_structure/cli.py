@@ -109,10 +109,11 @@ def _input_name(path: str) -> str:
 def _decoded_lines(stream, name: str) -> Iterator[str]:
     """The lines of a UTF-8 byte stream, without their ends, or a clear error naming the input and line. Only a line
     feed ends a line (a CRLF's carriage return is dropped): `str.splitlines` also breaks at form feeds,
-    U+001C-U+001E, U+0085 and U+2028, which would give more results than input lines and shift every later one."""
+    U+001C-U+001E, U+0085 and U+2028, which would give more results than input lines and shift every later one. A
+    byte-order mark at the start is not text."""
     for number, data in enumerate(stream, start=1):
         try:
-            text = data.decode("utf-8")
+            text = data.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as error:
             raise _fail("parse", f"{name}:{number}: not UTF-8 text (byte {error.start} of the line); is it a binary "
                                  "file?") from None

@@ -641,3 +641,18 @@ def test_split_sentences_as_conllu_drawings_and_svg(model, tmp_path, capsys):
         root = ET.fromstring((tmp_path / f"{name}.svg").read_text(encoding="utf-8"))
         assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == words
     assert not svg.exists()
+
+
+def test_a_file_saved_with_a_byte_order_mark_parses_as_without_it(model, tmp_path, capsys):
+    plain, marked = tmp_path / "plain.txt", tmp_path / "marked.txt"
+    plain.write_text("the dog ran\na cat sat\n", encoding="utf-8")
+    marked.write_text("the dog ran\na cat sat\n", encoding="utf-8-sig")
+    outputs = []
+    for source in (plain, marked):
+        main(["parse", "--model", model, "--pretokenized", "--input", str(source)])
+        outputs.append([json.loads(line) for line in capsys.readouterr().out.splitlines()])
+    assert outputs[1] == outputs[0] and outputs[1][0]["words"][0] == "the"
+    conllu_file = tmp_path / "marked.conllu"
+    conllu_file.write_text(TINY_CONLLU.read_text(encoding="utf-8"), encoding="utf-8-sig")
+    main(["parse", "--model", model, "--input", str(conllu_file)])
+    assert capsys.readouterr().out.strip()

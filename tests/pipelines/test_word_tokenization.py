@@ -309,3 +309,11 @@ def test_sentences_are_ordered_stripped_and_cover_every_character():
             assert text[start:end] == text[start:end].strip()
             covered = end
         assert not text[covered:].strip(), (text, spans)
+
+
+def test_a_byte_order_mark_is_neither_a_word_nor_part_of_one_and_offsets_still_point_into_the_text():
+    text = "\ufeffThe dog barked. It ran."
+    words, offsets = tokenize_with_offsets(text)
+    assert words == ["The", "dog", "barked.", "It", "ran", "."] and offsets[0] == (1, 4)
+    assert [text[start:end] for start, end in offsets] == words
+    assert sentence_offsets(text) == [(1, 16), (17, 24)]

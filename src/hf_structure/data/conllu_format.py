@@ -84,7 +84,7 @@ def read_conllu(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise FileNotFoundError(f"CoNLL-U file not found: {path}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not text
     except UnicodeDecodeError as error:
         raise TreebankFormatError(f"{path}: not UTF-8 text (byte {error.start})") from None
     return parse_conllu(text, str(path))

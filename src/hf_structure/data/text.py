@@ -40,7 +40,7 @@ def text_file_lines(path: str | Path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"text file not found: {path}")
-    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    lines = [line.strip() for line in path.read_text(encoding="utf-8-sig").splitlines()]
     lines = [line for line in lines if line]
     if not lines:
         raise ValueError(f"{path} holds no non-empty line")

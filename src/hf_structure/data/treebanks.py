@@ -121,7 +121,7 @@ def read_mrg(path: str | Path) -> list[GoldSentence]:
     if not path.is_file():
         raise FileNotFoundError(f"treebank file not found: {path}")
     sentences = []
-    for line, text in _split_bracketed(path.read_text(encoding="utf-8"), str(path)):
+    for line, text in _split_bracketed(path.read_text(encoding="utf-8-sig"), str(path)):
         try:
             tree = nltk.Tree.fromstring(text, remove_empty_top_bracketing=True)
         except ValueError as error:
@@ -150,7 +150,7 @@ def read_dp(path: str | Path) -> list[tuple[list[str], list[str], list[int], int
     if not path.is_file():
         raise FileNotFoundError(f"dependency file not found: {path}")
     blocks, words, tags, heads, first = [], [], [], [], 0
-    lines = path.read_text(encoding="utf-8").split("\n")
+    lines = path.read_text(encoding="utf-8-sig").split("\n")
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             if words:

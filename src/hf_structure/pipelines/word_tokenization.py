@@ -102,6 +102,7 @@ _ASCII_FORMS = {
     "\u2014": " -- ",  # — (em dash)
     "\u2015": " -- ",  # ― (horizontal bar)
     "\u2013": "-",  # – (en dash): inside a word as a hyphen (1990–95), a token of its own between spaces
+    "\ufeff": " ",  # a byte-order mark (zero-width no-break space) left at the start of a file's text: a space
     # Fullwidth ASCII (！ ？ ， ．...: U+FF01-U+FF5E) is its ASCII form.
     **{chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)},
 }
@@ -218,7 +219,7 @@ def sentence_offsets(text: str) -> list[tuple[int, int]]:
         )
         ends.append(paragraph_end)
         paragraph_start = next_start
-    spans, start = [], 0
+    spans, start = [], len(text) - len(text.lstrip("\ufeff"))  # a byte-order mark begins no sentence
     for end in ends:
         piece = text[start:end]
         stripped_start = start + len(piece) - len(piece.lstrip())
