@@ -76,6 +76,26 @@ def test_cli_parse_and_evaluate_a_new_model(tiny_folder, tmp_path, capsys):
     assert record["dataset"] == "two sentences" and record["uas"] == scores["uas"]
 
 
+def test_evaluate_record_prints_the_scores_first_and_a_record_it_cannot_write_is_one_line(tiny_folder, tmp_path,
+                                                                                            capsys):
+    import shutil
+
+    from hf_structure import cli
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_folder, folder)
+    (folder / "hf_structure_eval.json").unlink(missing_ok=True)
+    (folder / "hf_structure_eval.json").mkdir()  # a record that cannot be written (whoever runs the test)
+    unwritable = r"--record: cannot write .*hf_structure_eval.json: .*\(the scores are above\)"
+    with pytest.raises(SystemExit, match=unwritable):
+        cli.main(["evaluate", "--model", str(folder), "--treebank", str(FIXTURES / "tiny.conllu"), "--record"])
+    scores = json.loads(capsys.readouterr().out)  # printed before recording was tried
+    assert scores["sentences"] == 2 and "uas" in scores
+    with pytest.raises(SystemExit, match="is not a local folder"):  # refused before any work
+        cli.main(["evaluate", "--model", str(folder / "missing"), "--treebank", str(FIXTURES / "tiny.conllu"),
+                  "--record"])
+
+
 def test_a_new_model_exports_with_its_own_card_and_loads_as_remote_code(tiny_folder, tmp_path):
     from hf_structure import cli
     from hf_structure.hub import TRAINING_RECORD, export_model_folder

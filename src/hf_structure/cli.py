@@ -434,7 +434,21 @@ def _numbered(path: str, number: int | str) -> str:
 # -------------------------------------------------------------------------------------------------------- evaluate
 
 
-def _evaluate(args) -> dict:
+def _check_record_folder(model_path: str) -> None:
+    """`--record` writes into the model's folder: refuse, before any work, a model that is not a local folder or a
+    folder (or record) this user cannot write."""
+    from .hub.records import EVAL_RECORD
+
+    folder = Path(model_path)
+    record = folder / EVAL_RECORD
+    if not folder.is_dir():
+        raise _fail("evaluate", f"--record writes into the model's folder; {model_path} is not a local folder")
+    if not os.access(folder, os.W_OK) or (record.exists() and not os.access(record, os.W_OK)):
+        raise _fail("evaluate", f"--record: cannot write {record}: permission denied (evaluate without --record, "
+                                "or on a copy of the folder)")
+
+
+def _evaluate(args) -> dict | None:
     from .data.treebanks import TreebankFormatError, read_treebank
     from .evaluation.scoring import evaluate_baseline, evaluate_model
 
@@ -448,6 +462,8 @@ def _evaluate(args) -> dict:
     from .registry import model_spec
 
     model_path = _model_path("evaluate", args.model)
+    if args.record:
+        _check_record_folder(model_path)
     device = _check_device("evaluate", args.device) if args.device else None
     model, tokenizer = _load("evaluate", load_model_and_tokenizer, model_path)
     if device is not None:
@@ -471,15 +487,21 @@ def _evaluate(args) -> dict:
     if args.record:
         from .hub.records import EVAL_RECORD, read_record, write_eval_record
 
-        record = read_record(model_path, EVAL_RECORD)  # other keys of an existing record are kept
-        record.update({key: value for key, value in scores.items() if key != "parser"})
-        record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
-        if args.lm_text == "ptb-test":
-            record[f"{perplexity_key}_test"] = record.pop(perplexity_key)
-        record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
-        for baseline in record["baselines"].values():
-            baseline.pop("parser")
-        write_eval_record(model_path, record)
+        print(json.dumps(scores), flush=True)  # the scores reach the user even if recording them fails
+        try:
+            record = read_record(model_path, EVAL_RECORD)  # other keys of an existing record are kept
+            record.update({key: value for key, value in scores.items() if key != "parser"})
+            record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
+            if args.lm_text == "ptb-test":
+                record[f"{perplexity_key}_test"] = record.pop(perplexity_key)
+            record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
+            for baseline in record["baselines"].values():
+                baseline.pop("parser")
+            write_eval_record(model_path, record)
+        except OSError as error:
+            raise _fail("evaluate", f"--record: cannot write {Path(model_path) / EVAL_RECORD}: {error.strerror} "
+                                    "(the scores are above)") from None
+        return None
     return scores
 
 
@@ -613,7 +635,8 @@ def main(argv: list[str] | None = None) -> None:
             scores = _evaluate(args)
         except MissingExtraError as error:  # --lm-text ptb-test without the eval extra (treebank)
             raise _fail("evaluate", str(error)) from None
-        print(json.dumps(scores))
+        if scores is not None:  # None: printed already, before they were recorded
+            print(json.dumps(scores))
     else:
         try:
             _parse(args)
