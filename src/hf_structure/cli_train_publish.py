@@ -31,7 +31,12 @@ def train(command: str, arguments: list[str]):
         entry = importlib.import_module(module)
     except MissingExtraError as error:
         raise SystemExit(f"hf-structure {command}: {error}") from None
-    return entry.main(arguments, default_model_type, prog=f"hf-structure {command}")
+    from .training.trainer import OutputFolderError
+
+    try:
+        return entry.main(arguments, default_model_type, prog=f"hf-structure {command}")
+    except OutputFolderError as error:
+        raise SystemExit(f"hf-structure {command}: {error}") from None
 
 
 def _export(args) -> None:

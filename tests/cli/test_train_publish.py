@@ -4,6 +4,7 @@ not a model in one line (its output: tests/hub/test_export_precision.py)."""
 
 import json
 import logging
+import os
 
 import pytest
 
@@ -12,6 +13,12 @@ from hf_structure.cli_train_publish import train
 
 from tests.helpers.tiny_models import CORPUS, save_tiny_model
 from tests.helpers.tiny_treebank import SENTENCES, conllu_text
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
 
 QUIET = ["--report_to", "none", "--use_cpu", "--dataloader_num_workers", "0", "--disable_tqdm", "true",
          "--seed", "3"]
@@ -31,10 +38,25 @@ def test_train_lm_fine_tunes_a_saved_model(tmp_path, one_thread):
     text = tmp_path / "domain.txt"
     text.write_text("\n".join(CORPUS * 4) + "\n")
     cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--validation_file",
-              str(text), "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "4", "--output_dir",
-              str(tmp_path / "tuned"), *QUIET])
+              str(text), "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "4", "--save_strategy",
+              "no", "--output_dir", str(tmp_path / "tuned"), *QUIET])
     assert (tmp_path / "tuned" / "model.safetensors").is_file()
     assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 2
+    # The weights take the mode of the files beside them (safetensors alone writes them 0600).
+    modes = {path.name: path.stat().st_mode & 0o777 for path in (tmp_path / "tuned").iterdir() if path.is_file()}
+    assert modes["model.safetensors"] == modes["config.json"] == 0o666 & ~current_umask()
+    # The folder now holds a trained model and no checkpoint to resume: a second run into it is refused, the model
+    # untouched, unless told to.
+    weights = (tmp_path / "tuned" / "model.safetensors").read_bytes()
+    again = ["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train", "--max_steps",
+             "1", "--per_device_train_batch_size", "4", "--save_strategy", "no", "--output_dir",
+             str(tmp_path / "tuned"), *QUIET]
+    with pytest.raises(SystemExit, match=r"^hf-structure train-lm: --output_dir .*tuned holds a trained model; give "
+                                         r"another folder, or --overwrite_output_dir to replace it$"):
+        cli.main(again)
+    assert (tmp_path / "tuned" / "model.safetensors").read_bytes() == weights
+    cli.main([*again, "--overwrite_output_dir"])
+    assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 1
 
 
 def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, tmp_path, caplog, one_thread):

@@ -38,6 +38,8 @@ def test_export_keeps_half_precision_weights_half_and_loads_as_remote_code(tmp_p
     assert {torch.float16, torch.float32} <= {tensor.dtype for tensor in exported.values()}
     assert all(torch.equal(exported[name], stored[name]) for name in exported)
     assert (out / "model.safetensors").stat().st_size < 0.7 * sum(t.numel() * 4 for t in stored.values())
+    # The weights take the mode of the files beside them (safetensors alone writes them 0600).
+    assert (out / "model.safetensors").stat().st_mode & 0o777 == (out / "config.json").stat().st_mode & 0o777
 
     from transformers import pipeline
 

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..file_modes import with_default_mode
 from ..registry import model_spec
 from .cards import render_model_card
 from .records import EVAL_RECORD, TRAINING_RECORD, load_eval_record, load_training_record, read_json, write_json
@@ -48,6 +49,7 @@ def export_model_folder(
     parser = pipeline(TASK, model=model, tokenizer=tokenizer)
     parser.save_pretrained(out_dir)  # model + code files + custom_pipelines + the pipeline file + tokenizer
     keep_stored_precision(model_dir / "model.safetensors", out_dir / "model.safetensors")
+    with_default_mode(out_dir)
 
     config = read_json(out_dir / "config.json")
     task_info = config.get("custom_pipelines", {}).get(TASK)

@@ -15,7 +15,13 @@ from ..registry import model_spec
 from . import LanguageModelTraining
 from .arguments import parse_arguments
 from .precision import with_chosen_precision
-from .trainer import LanguageModelTrainingArguments, MaskedLMTrainer, end_processes, train_resuming
+from .trainer import (
+    LanguageModelTrainingArguments,
+    MaskedLMTrainer,
+    check_output_folder,
+    end_processes,
+    train_resuming,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +122,8 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
     """Train (and evaluate) as `argv` says (see `parse_command_line`)."""
     recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type, prog)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    if training_args.do_train:
+        check_output_folder(training_args.output_dir, training_args.overwrite_output_dir)
     training_args = with_chosen_precision(training_args, model_args.precision)
     set_seed(training_args.seed)
     train_lines, valid_lines = split_lines(data_args)

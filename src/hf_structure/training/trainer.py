@@ -8,10 +8,13 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments, get_scheduler
 from transformers.trainer_pt_utils import LengthGroupedSampler
+
+from ..file_modes import with_default_mode
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +29,11 @@ class LanguageModelTrainingArguments(TrainingArguments):
             "help": "Stop training after this many seconds of this process's training loop, then save as at the "
             "end of a run (for a lent machine with a hard time limit; --max_steps still sets the schedule)."
         },
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into an --output_dir that holds a trained model (and no checkpoint to resume from), "
+                  "replacing it; refused otherwise."},
     )
     lr_decay_by_wall_clock: bool = field(
         default=False,
@@ -132,6 +140,11 @@ class LengthGroupedTrainer(Trainer):
     def _part_learning_rate(self, name: str) -> float:
         part = self.part_of(name)
         return self.args.learning_rate if part is None else part.learning_rate
+
+    def _save(self, output_dir: str | None = None, state_dict=None):
+        """Trainer's save (the final model and every checkpoint), the weights then given the umask's mode."""
+        super()._save(output_dir, state_dict)
+        with_default_mode(output_dir if output_dir is not None else self.args.output_dir)
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -285,6 +298,22 @@ class MaskedLMTrainer(LengthGroupedTrainer):
             metrics[f"{prefix}_perplexity"] = math.exp(min(metrics[f"{prefix}_loss"], 50.0))
             self.log({f"{prefix}_perplexity": metrics[f"{prefix}_perplexity"]})
         return metrics
+
+
+class OutputFolderError(FileExistsError):
+    """The output folder holds a trained model that the run would replace without being told to."""
+
+
+def check_output_folder(output_dir: str, overwrite: bool) -> None:
+    """Raise OutputFolderError for an output folder that holds a trained model (its config and weights) and no
+    checkpoint to resume from, unless `overwrite`: a new run would replace that model without a word. A folder with
+    checkpoints is a run to continue (`train_resuming`)."""
+    folder = Path(output_dir)
+    weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+    holds_model = (folder / "config.json").is_file() and any((folder / name).is_file() for name in weights)
+    if holds_model and not overwrite and last_complete_checkpoint(output_dir) is None:
+        raise OutputFolderError(f"--output_dir {output_dir} holds a trained model; give another folder, or "
+                                "--overwrite_output_dir to replace it")
 
 
 def last_complete_checkpoint(output_dir: str) -> str | None:
