@@ -5,6 +5,7 @@ before transformers loads anything."""
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -36,6 +37,12 @@ def broken_copy(good_folder, tmp_path, breakage: str):
         weights = folder / "model.safetensors"
         weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
         return folder, f"{weights}: not a complete safetensors file .* download or export the model again"
+    if breakage in ("width-not-a-number", "layers-as-a-string"):
+        name, value = ("hidden_size", "abc") if breakage == "width-not-a-number" else ("num_hidden_layers", "4")
+        config = json.loads((folder / "config.json").read_text())
+        config[name] = value
+        (folder / "config.json").write_text(json.dumps(config))
+        return folder, rf"{folder / 'config.json'}: {name} must be an integer, got '{value}'"
     if breakage == "unknown-model-type":
         config = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps({**config, "model_type": "no-such-model"}))
@@ -61,7 +68,7 @@ def broken_copy(good_folder, tmp_path, breakage: str):
 
 
 BREAKAGES = ["no-tokenizer", "no-sentencepiece-tokenizer", "truncated-weights", "unknown-model-type", "no-model-type",
-             "no-config", "no-weights", "missing-shard"]
+             "no-config", "no-weights", "missing-shard", "width-not-a-number", "layers-as-a-string"]
 
 
 @pytest.mark.parametrize("breakage", BREAKAGES)
@@ -120,3 +127,22 @@ def test_a_caller_that_gives_its_own_tokenizer_needs_none_in_the_folder(good_fol
     parser = pipeline(TASK, model=str(folder), tokenizer=AutoTokenizer.from_pretrained(good_folder))
     assert parser(["a", "dog", "ran"], is_split_into_words=True)["words"] == ["a", "dog", "ran"]
 
+
+
+@pytest.mark.parametrize("model, field, value, kind", [
+    ("arc-hybrid-ewt", "lstm_layers", "2", "an integer"),
+    ("g2gtr-ewt", "hidden_dropout_prob", "high", "a number"),
+    ("structformer-ptb", "relations", "parent", "a list"),
+])
+def test_a_wrongly_typed_setting_of_any_bundled_model_is_named(model, field, value, kind, tmp_path):
+    """The supervised parsers' strict configs raised StrictDataclassFieldValidationError (not a ValueError, so the
+    command line printed a traceback); every model's config is checked the same way before loading."""
+    from hf_structure.bundled import resolve_model_path
+
+    folder = tmp_path / model
+    folder.mkdir()
+    config = json.loads((Path(resolve_model_path(model)) / "config.json").read_text())
+    config[field] = value
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelFolderError, match=rf"config.json: {field} must be {kind}, got '{value}'"):
+        check_model_folder(folder)

@@ -102,9 +102,45 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
             f"{config_file}: model type {model_type!r} is not one hf_structure registers "
             f"({', '.join(sorted(MODEL_SPECS))}); a model that brings its own code needs trust_remote_code=True"
         )
+    if model_type in MODEL_SPECS:
+        _check_config_types(config_file, config, MODEL_SPECS[model_type].config_class)
     if tokenizer:
         _check_tokenizer_files(folder)
     _check_weight_files(folder)
+
+
+_JSON_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list",
+               tuple: "a list"}
+
+
+def _check_config_types(config_file: Path, config: dict, config_class, prefix: str = "") -> None:
+    """Each setting of config.json has the JSON type of its default in the config class, and so do the settings of
+    its nested configs (a parser's encoder, nested or, in older folders, at the top level): otherwise the model's
+    construction fails deep inside with a message that names no setting (`"abc" % 4`: "not all arguments converted
+    during string formatting"; transformers' strict configs: an error the command line does not expect)."""
+    import inspect
+
+    for sub_name, sub_class in (getattr(config_class, "sub_configs", None) or {}).items():
+        nested = config.get(sub_name)
+        if isinstance(nested, dict):
+            _check_config_types(config_file, nested, sub_class, f"{prefix}{sub_name}.")
+        else:
+            _check_config_types(config_file, config, sub_class, prefix)
+    for name, parameter in inspect.signature(config_class.__init__).parameters.items():
+        expected = type(parameter.default)
+        if name not in config or expected not in _JSON_KINDS:
+            continue
+        value = config[name]
+        if expected is bool:
+            valid = isinstance(value, bool)
+        elif expected is int:
+            valid = isinstance(value, int) and not isinstance(value, bool)
+        elif expected is float:
+            valid = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            valid = isinstance(value, list if expected is tuple else expected)
+        if not valid:
+            raise ModelFolderError(f"{config_file}: {prefix}{name} must be {_JSON_KINDS[expected]}, got {value!r}")
 
 
 def _check_tokenizer_files(folder: Path) -> None:
