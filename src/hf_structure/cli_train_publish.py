@@ -51,11 +51,14 @@ def _export(args) -> None:
 
 def _push(args) -> None:
     from .hub import push_model
+    from .hub.export import HubUploadError
 
     try:
         result = push_model(args.model, args.repo_id, private=args.private, dry_run_dir=args.dry_run,
                             token=args.token)
     except (FileNotFoundError, FileExistsError, ValueError) as error:  # the folder's problems, before any upload
+        raise SystemExit(f"hf-structure push: {error}") from None
+    except HubUploadError as error:  # the network's or the Hub's, after the export
         raise SystemExit(f"hf-structure push: {error}") from None
     if args.dry_run:
         print(f"dry run: wrote the folder for {args.repo_id} to {result}; nothing was uploaded")

@@ -286,6 +286,24 @@ def test_push_uploads_the_export_and_contacts_nothing_else(checkpoint, monkeypat
     assert set(calls[1][3]) == set(UPLOADED)
 
 
+def test_push_without_a_network_is_one_line_naming_the_repository(checkpoint, monkeypatch):
+    """huggingface_hub's transport and HTTP errors are OSErrors: a push that cannot reach the Hub ends in one line,
+    not a traceback after the export."""
+    import huggingface_hub
+
+    from hf_structure import cli
+
+    def unreachable(self, repo_id, **kwargs):
+        raise ConnectionError("[Errno 101] Network is unreachable\n(while creating the repository)")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", unreachable)
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["push", "--model", str(checkpoint), "--repo-id", REPO_ID])
+    message = str(ended.value.code)
+    assert message == (f"hf-structure push: could not upload to {REPO_ID}: [Errno 101] Network is unreachable "
+                       "(while creating the repository)")
+
+
 def test_push_with_an_injected_api(checkpoint):
     class FakeApi:
         def __init__(self):

@@ -134,5 +134,14 @@ def push_model(
         api = HfApi(token=token)
     with tempfile.TemporaryDirectory(prefix="hf_structure_push_") as folder:
         export_model_folder(model_dir, folder, repo_id=repo_id)
-        api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-        return api.upload_folder(repo_id=repo_id, folder_path=folder, repo_type="model", commit_message=commit_message)
+        try:
+            api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
+            return api.upload_folder(repo_id=repo_id, folder_path=folder, repo_type="model",
+                                     commit_message=commit_message)
+        except OSError as error:  # no network, an unreachable endpoint, the Hub's refusal (its errors are OSErrors)
+            reason = " ".join(str(error).split()) or type(error).__name__
+            raise HubUploadError(f"could not upload to {repo_id}: {reason}") from error
+
+
+class HubUploadError(RuntimeError):
+    """The Hub could not be reached, or refused the upload; the message says which repository and why."""
