@@ -155,3 +155,14 @@ def test_a_parse_of_raw_text_marks_words_without_a_space_after_and_can_start_a_p
     (sentence,) = conllu.parse(parse_to_conllu(parse, 1, "Dogs bark.", newpar=True))
     assert list(sentence.metadata.items()) == [("newpar", None), ("sent_id", "1"), ("text", "Dogs bark.")]
     assert [token["misc"] for token in sentence] == [None, {"SpaceAfter": "No"}, None]
+
+
+def test_a_text_with_line_breaks_is_written_on_one_comment_line():
+    import conllu
+
+    parse = {"words": ["a", "dog", "ran"], "heads": [2, 3, 0]}
+    for text in ("a dog\nran", "a dog\u2028ran", "a dog\u0085ran", "a dog\r\nran"):
+        written = parses_to_conllu([parse], texts=[text])
+        assert [line for line in written.splitlines() if line.startswith("# text")] == ["# text = a dog ran"]
+        (sentence,) = conllu.parse(written)
+        assert sentence.metadata["text"] == "a dog ran" and len(sentence) == 3

@@ -253,5 +253,7 @@ def _metadata(sent_id, text) -> dict:
     if sent_id is not None:
         metadata["sent_id"] = str(sent_id)
     if text is not None:
-        metadata["text"] = text
+        # One line, as CoNLL-U readers split comments: a sentence of raw text may span lines, and `str.splitlines`
+        # readers also break at U+0085, U+2028 and the like.
+        metadata["text"] = " ".join(text.splitlines())
     return metadata
