@@ -177,6 +177,10 @@ def _check_output(path: str | None, svg: str | None, source: str | None) -> None
     for target in (path, svg):
         if target and not Path(target).resolve().parent.is_dir():
             raise _fail("parse", f"cannot write {target}: folder {Path(target).resolve().parent} does not exist")
+    if path and Path(path).is_dir():
+        raise _fail("parse", f"cannot write {path}: it is a folder; --output names a file")
+    if path and Path(path).exists() and not os.access(path, os.W_OK):
+        raise _fail("parse", f"cannot write {path}: permission denied")
     if path and source and source != STDIN and Path(path).exists() and Path(path).samefile(source):
         raise _fail("parse", f"--output {path} is the input file: it would be emptied before it is read; "
                              "write to another file")

@@ -173,6 +173,8 @@ def test_io_problems_are_reported_before_parsing(model, tmp_path):
         main(["parse", "--model", "no-such-model", "--input", str(tmp_path / "binary")])
     with pytest.raises(SystemExit, match="cannot read input file"):
         main(["parse", "--model", "no-such-model", "--input", str(tmp_path / "missing.txt")])
+    with pytest.raises(SystemExit, match=f"cannot write {tmp_path}: it is a folder; --output names a file"):
+        main(["parse", "--model", "no-such-model", "--input", str(source), "--output", str(tmp_path)])
     # The input as the output, also through another spelling of its path: refused, the input left whole.
     for output in (source, tmp_path / "." / "in.txt"):
         with pytest.raises(SystemExit, match="is the input file: it would be emptied before it is read"):

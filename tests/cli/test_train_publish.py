@@ -33,6 +33,15 @@ def test_training_commands_show_the_training_entries_help(command, option, capsy
     assert help_text.startswith(f"usage: hf-structure {command} ") and option in help_text
 
 
+@pytest.mark.parametrize("command", ["train-lm", "train-parser"])
+def test_max_steps_0_is_a_usage_error_not_one_step_at_rate_0(command, tmp_path, capsys):
+    with pytest.raises(SystemExit) as ended:
+        cli.main([command, "--max_steps", "0", "--do_train", "--output_dir", str(tmp_path / "out"), *QUIET])
+    assert ended.value.code == 2
+    assert "--max_steps 0 trains nothing" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_train_lm_fine_tunes_a_saved_model(tmp_path, one_thread):
     base = save_tiny_model(tmp_path / "base")
     text = tmp_path / "domain.txt"

@@ -48,6 +48,9 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type
         parsed = parser.parse_dict(values)
     else:
         parsed = parser.parse_args_into_dataclasses(argv)
+    if any(getattr(arguments, "max_steps", None) == 0 for arguments in parsed):  # Trainer would run one step at rate 0
+        parser.error("--max_steps 0 trains nothing: give a positive number of steps, or leave it out to train for "
+                     "--num_train_epochs")
     parsed[0].model_type = model_type
     return recipe, parsed
 
