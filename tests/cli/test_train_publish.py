@@ -73,8 +73,7 @@ def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, t
     the saved parser keeps one rate, and each run logs which it chose and why."""
     treebank = tmp_path / "train.conllu"
     treebank.write_text(conllu_text(SENTENCES))
-    common = ["--train_file", str(treebank), "--per_device_train_batch_size", "2", "--max_steps", "1",
-              "--remove_unused_columns", "false", *QUIET]
+    common = ["--train_file", str(treebank), "--per_device_train_batch_size", "2", "--max_steps", "1", *QUIET]
     caplog.set_level(logging.INFO, logger="hf_structure.training.parser")
     new = train("train-parser", ["--model_type", "arc_hybrid", "--encoder", str(bert_folder), "--learning_rate",
                                  "1e-3", "--output_dir", str(tmp_path / "new"), *common])
@@ -93,3 +92,15 @@ def test_export_of_a_folder_without_a_model_is_one_line(tmp_path):
     with pytest.raises(SystemExit) as ended:
         cli.main(["export", "--model", str(tmp_path), "--output", str(tmp_path / "out")])
     assert str(ended.value.code).startswith("hf-structure export: ") and "\n" not in str(ended.value.code)
+
+
+def test_train_parser_g2gtr_needs_no_remove_unused_columns_flag(bert_folder, tmp_path, one_thread):
+    """G2GTr's collator reads a column its model's forward does not name (`first_pieces`): the entry keeps every
+    column, where the Trainer's default dropped it and the first batch failed with a KeyError."""
+    treebank = tmp_path / "train.conllu"
+    treebank.write_text(conllu_text(SENTENCES))
+    trainer = train("train-parser", ["--model_type", "g2gtr", "--encoder", str(bert_folder), "--graph_layers", "1",
+                                     "--configurations_per_example", "2", "--train_file", str(treebank),
+                                     "--per_device_train_batch_size", "2", "--max_steps", "1", "--output_dir",
+                                     str(tmp_path / "g2gtr"), *QUIET])
+    assert trainer.state.global_step == 1 and (tmp_path / "g2gtr" / "model.safetensors").is_file()

@@ -129,6 +129,9 @@ def parse_command_line(argv: list[str], default_model_type: str, prog: str | Non
 def main(argv: list[str], default_model_type: str, prog: str | None = None):
     """Train as `argv` says (see `parse_command_line`)."""
     recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type, prog)
+    # Each recipe's collator builds the model's inputs from its examples' columns (G2GTr's `first_pieces` among
+    # them): the Trainer must not drop the columns the model's forward does not name.
+    training_args.remove_unused_columns = False
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     set_seed(training_args.seed)
     train = conllu_sentences(data_args.train_file)
