@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import io
 import itertools
 import json
 import os
@@ -257,6 +258,27 @@ def _parsed_units(parser, units: Iterable[_Unit], pretokenized: bool, batch_size
             done, written = 0, complete
 
 
+class _OutputFile:
+    """The `--output` file, written a batch of results at a time, so that it only ever holds complete results: a
+    write that fails (a full disk) is cut back to the last complete batch, and the command ends in one line."""
+
+    def __init__(self, file):
+        self.file, self.complete, self.results = file, 0, 0
+
+    def append(self, text: str, name: str, results: int) -> None:
+        data = text.encode("utf-8")
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(self.file.fileno(), data[written:])
+        except OSError as error:
+            os.ftruncate(self.file.fileno(), self.complete)
+            raise _fail("parse", f"cannot write {name}: {error.strerror}; it holds the first {self.results} "
+                                 "results, each complete") from None
+        self.complete += len(data)
+        self.results = results
+
+
 class _Writer:
     """Writes each unit's results as they come: JSON lines, CoNLL-U or drawings, and SVG pictures.
 
@@ -378,7 +400,8 @@ def _parse(args) -> None:
         input_errors: list[SystemExit] = []
         units = _until_input_error(_units(lines, input_format, pretokenized, _input_name(args.input or "")),
                                    input_errors)
-        output = stack.enter_context(open(args.output, "w", encoding="utf-8")) if args.output else sys.stdout
+        output_file = _OutputFile(stack.enter_context(open(args.output, "wb"))) if args.output else None
+        output = io.StringIO() if args.output else sys.stdout
         progress = stack.enter_context(_progress(args, total, unit_name))
         writer = _Writer(output, output_format, not args.no_split_sentences, args.svg, total)
         for done, finished in _parsed_units(parser, units, pretokenized, args.batch_size, options):
@@ -386,7 +409,12 @@ def _parse(args) -> None:
                 writer.write(unit, result)
                 failed += isinstance(result, dict) and "error" in result
                 count += 1
-            output.flush()  # each batch's results are there to read as soon as they are parsed
+            if output_file:  # each batch's results are there to read as soon as they are parsed
+                output_file.append(output.getvalue(), args.output, count)
+                output.seek(0)
+                output.truncate()
+            else:
+                output.flush()
             progress.update(done)
     if input_errors:
         raise input_errors[0]
