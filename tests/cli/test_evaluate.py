@@ -238,3 +238,42 @@ def test_cli_module_in_a_subprocess(hand_treebank):
     lines = result.stdout.splitlines()
     assert len(lines) == 1 and result.stdout == lines[0] + "\n", result.stdout
     assert json.loads(lines[0]) == HAND_RIGHT_BRANCHING
+
+
+def test_cli_evaluate_refuses_an_unreadable_lm_text_before_parsing(tmp_path, monkeypatch):
+    from hf_structure.evaluation import scoring
+    from tests.helpers.tiny_models import save_tiny_model
+
+    folder = save_tiny_model(tmp_path / "tiny")
+    gold = write_hand_treebank(tmp_path / "gold")
+    monkeypatch.setattr(scoring, "evaluate_model", lambda *args: pytest.fail("the treebank was parsed"))
+    (tmp_path / "latin1.txt").write_bytes("the caf\xe9 sat\n".encode("latin-1"))
+    (tmp_path / "blank.txt").write_text("\n  \n", encoding="utf-8")
+    expected = {
+        "missing.txt": f"text file not found: {tmp_path / 'missing.txt'}$",
+        "latin1.txt": f"{tmp_path / 'latin1.txt'}: not UTF-8 \\(byte 7\\)$",
+        "blank.txt": f"{tmp_path / 'blank.txt'} holds no non-empty line$",
+    }
+    for name, message in expected.items():
+        with pytest.raises(SystemExit, match=f"^hf-structure evaluate: --lm-text: {message}"):
+            main(["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(tmp_path / name)])
+
+
+def test_cli_evaluate_reports_both_perplexity_protocols(tmp_path, capsys):
+    from tests.helpers.tiny_models import save_tiny_model
+
+    folder = save_tiny_model(tmp_path / "tiny")
+    gold = write_hand_treebank(tmp_path / "gold")
+    text = tmp_path / "text.txt"
+    text.write_text("the old man sat on the bench\na dog ran and tired\nthe dog sat\n", encoding="utf-8")
+    main(["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(text),
+          "--paper-mask-seeds", "2"])
+    scores = json.loads(capsys.readouterr().out)
+    assert {"mlm_ppl", "mlm_ppl_paper", "mlm_ppl_paper_sd"} <= scores.keys() and scores["mlm_ppl_paper_seeds"] == 2
+    main(["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(text),
+          "--paper-mask-seeds", "0"])
+    scores = json.loads(capsys.readouterr().out)
+    assert "mlm_ppl" in scores and "mlm_ppl_paper" not in scores
+    (tmp_path / "unknown.txt").write_text("zebra yak\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"^hf-structure evaluate: --lm-text: {tmp_path / 'unknown.txt'}: no word"):
+        main(["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(tmp_path / "unknown.txt")])

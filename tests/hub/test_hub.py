@@ -53,6 +53,9 @@ EVAL_FIXTURE = {
     "uuas": 47.53,
     "uas_argmax": 25.17,
     "mlm_ppl_test": 123.45,
+    "mlm_ppl_paper_test": 118.5,
+    "mlm_ppl_paper_sd_test": 2.5,
+    "mlm_ppl_paper_seeds_test": 5,
     "recall_NP": 55.5,
     "baselines": {
         "right-branching": {"sentence_f1": 39.94, "corpus_f1": 35.61, "uas": 20.29, "uuas": 50.34},
@@ -207,16 +210,19 @@ def test_model_card_round_trips_the_eval_results(checkpoint, tmp_path):
     path = tmp_path / "README.md"
     hub.render_model_card(checkpoint, repo_id=REPO_ID).save(path)
     card = ModelCard.load(path)
-    results = {(r.metric_type, r.dataset_name): r.metric_value for r in card.data.eval_results}
-    dataset = EVAL_FIXTURE["dataset"]
-    assert results == {
-        ("sentence_f1", dataset): 41.27,
-        ("corpus_f1", dataset): 37.19,
-        ("uas", dataset): 23.71,
-        ("uuas", dataset): 47.53,
-        ("uas_argmax", dataset): 25.17,
-        ("perplexity", "Penn Treebank LM text (Mikolov et al.)"): 123.45,
-    }
+    results = [(r.metric_type, r.dataset_name, r.metric_value) for r in card.data.eval_results]
+    dataset, ptb_text = EVAL_FIXTURE["dataset"], "Penn Treebank LM text (Mikolov et al.)"
+    assert results == [
+        ("sentence_f1", dataset, 41.27),
+        ("corpus_f1", dataset, 37.19),
+        ("uas", dataset, 23.71),
+        ("uuas", dataset, 47.53),
+        ("uas_argmax", dataset, 25.17),
+        ("perplexity", ptb_text, 123.45),
+        ("perplexity", ptb_text, 118.5),  # the authors' protocol, named apart
+    ]
+    names = [r.metric_name for r in card.data.eval_results if r.metric_type == "perplexity"]
+    assert "seed 0, calibration per sentence" in names[0] and "authors' protocol" in names[1]
     assert card.data.model_name == "structformer-ptb"
     assert card.data.license == "apache-2.0" and card.data.library_name == "transformers"
     assert card.data.pipeline_tag and "unsupervised-parsing" in card.data.tags

@@ -172,6 +172,8 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
 
     gold = write_hand_treebank(tmp_path / "gold")
     cli.main(["evaluate", "--model", str(tuned), "--treebank", str(gold), "--lm-text", "ptb-test", "--record"])
+    scores = json.loads((tuned / "hf_structure_eval.json").read_text())
+    assert {"mlm_ppl_test", "mlm_ppl_paper_test", "mlm_ppl_paper_sd_test"} <= scores.keys()
     exported = export_model_folder(tuned, tmp_path / "export", repo_id="org/tuned")
     assert "# tuned" in (exported / "README.md").read_text()
 

@@ -1,7 +1,9 @@
-"""Language-model perplexities: masked-LM perplexity (with a seeded mask, so that the figure is reproducible) and
-pseudo-perplexity; which one a model reports is its `ModelSpec.language_model_perplexity`."""
+"""Language-model perplexities: masked-LM perplexity (with a seeded mask, so that the figure is reproducible), under
+this project's protocol and under the StructFormer authors' one, and pseudo-perplexity; which a model reports is its
+`ModelSpec.language_model_perplexity`."""
 
 import math
+import statistics
 
 import torch
 from transformers import DataCollatorForLanguageModeling
@@ -14,6 +16,12 @@ def lm_text_lines(source: str) -> list[str]:
     if source.startswith("ptb-") and source[4:] in PTB_SPLITS:
         return ptb_lm_lines(source[4:])
     return text_file_lines(source)
+
+
+def _perplexity(total_loss: float, words: int, source: str) -> float:
+    if not words:
+        raise ValueError(f"{source}: no word to score (every word is empty, <unk> or unmasked)")
+    return math.exp(total_loss / words)
 
 
 @torch.no_grad()
@@ -37,7 +45,59 @@ def masked_lm_perplexity(
         if count:
             total_loss += float(model(**batch).loss) * count
             total_words += count
-    return math.exp(total_loss / total_words)
+    return _perplexity(total_loss, total_words, source)
+
+
+def length_sorted_token_batches(sequences: list[list[int]], min_tokens: int) -> list[list[list[int]]]:
+    """Sequences sorted by length (stably), cut into consecutive batches of at least `min_tokens` tokens (the last
+    one may hold fewer): the StructFormer authors' `batchify` for evaluation."""
+    ordered = sorted(sequences, key=len)
+    batches, batch, tokens = [], [], 0
+    for sequence in ordered:
+        batch.append(sequence)
+        tokens += len(sequence)
+        if tokens >= min_tokens:
+            batches.append(batch)
+            batch, tokens = [], 0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+@torch.no_grad()
+def paper_masked_lm_perplexity(
+    model, tokenizer, source: str, seed: int = 0, mlm_probability: float = 0.3, batch_tokens: int = 4096
+) -> float:
+    """Masked-LM perplexity as the StructFormer authors' evaluation measures it (google-research `structformer/`
+    `main.py` and `utils.batchify`): sentences sorted by length in batches of at least `batch_tokens` tokens, each
+    word (never `<unk>` or a special token) masked with probability `mlm_probability` by a generator seeded with
+    `seed`, the calibration margin taken over the whole batch (`calibration_scope="batch"`), exp of the mean
+    cross-entropy over all masked words. It differs from `masked_lm_perplexity` only in the batches, the
+    calibration and the mask draws; which words can be scored is the tokenizer's (`N` is a word or `<unk>`)."""
+    lines = lm_text_lines(source)
+    limit = model.config.max_position_embeddings
+    encoded = tokenizer(lines, truncation=True, max_length=limit, add_special_tokens=False)["input_ids"]
+    unscored = torch.tensor(sorted({tokenizer.unk_token_id, *tokenizer.all_special_ids}))
+    generator = torch.Generator().manual_seed(seed)
+    total_loss, total_words = 0.0, 0
+    model.eval()
+    for batch in length_sorted_token_batches([ids for ids in encoded if ids], batch_tokens):
+        padded = tokenizer.pad({"input_ids": batch}, return_tensors="pt")
+        input_ids, attention_mask = padded["input_ids"], padded["attention_mask"]
+        masked = torch.rand(input_ids.shape, generator=generator) < mlm_probability
+        masked &= attention_mask.bool() & ~torch.isin(input_ids, unscored)
+        count = int(masked.sum())
+        if not count:
+            continue
+        outputs = model(
+            input_ids=input_ids.masked_fill(masked, tokenizer.mask_token_id).to(model.device),
+            attention_mask=attention_mask.to(model.device),
+            labels=input_ids.masked_fill(~masked, -100).to(model.device),
+            calibration_scope="batch",
+        )
+        total_loss += float(outputs.loss) * count
+        total_words += count
+    return _perplexity(total_loss, total_words, source)
 
 
 @torch.no_grad()
@@ -58,24 +118,39 @@ def pseudo_perplexity(model, tokenizer, source: str, batch_size: int = 16) -> fl
         scored = mask.bool() & input_ids.ne(tokenizer.unk_token_id)
         total -= float(log_p[scored].sum())
         count += int(scored.sum())
-    return math.exp(total / count)
+    return _perplexity(total, count, source)
 
 
-# By `ModelSpec.language_model_perplexity`: the key the score is reported under, and how it is measured (a function
-# of the model, its tokenizer, the text and the masking seed; pseudo-perplexity masks nothing, so takes no seed).
+def masked_lm_perplexities(model, tokenizer, source: str, seed: int = 0, paper_seeds: int = 5) -> dict[str, float]:
+    """`mlm_ppl`: this project's masked-LM perplexity (mask seed `seed`); with `paper_seeds`, `mlm_ppl_paper` and
+    `mlm_ppl_paper_sd`: the mean and standard deviation of the authors' protocol (`paper_masked_lm_perplexity`) over
+    mask seeds `seed`, `seed + 1`, ... (one mask draw moves the figure by a few points), and their number
+    `mlm_ppl_paper_seeds`."""
+    scores = {"mlm_ppl": masked_lm_perplexity(model, tokenizer, source, seed=seed)}
+    if paper_seeds:
+        values = [paper_masked_lm_perplexity(model, tokenizer, source, seed + k) for k in range(paper_seeds)]
+        scores["mlm_ppl_paper"] = statistics.fmean(values)
+        scores["mlm_ppl_paper_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        scores["mlm_ppl_paper_seeds"] = paper_seeds
+    return scores
+
+
+# By `ModelSpec.language_model_perplexity`: how the model's perplexities are measured, a function of the model, its
+# tokenizer, the text, the masking seed and the number of mask seeds of the paper's protocol (where that differs
+# from this project's), returning {key: value}. Pseudo-perplexity masks nothing: it is the R2D2 paper's protocol.
 LANGUAGE_MODEL_PERPLEXITIES = {
-    "masked": ("mlm_ppl", masked_lm_perplexity),
-    "pseudo": ("pppl", lambda model, tokenizer, source, seed: pseudo_perplexity(model, tokenizer, source)),
+    "masked": masked_lm_perplexities,
+    "pseudo": lambda model, tokenizer, source, seed, paper_seeds: {"pppl": pseudo_perplexity(model, tokenizer, source)},
 }
 
 
-def language_model_perplexity(model, tokenizer, source: str, seed: int = 0) -> tuple[str, float]:
-    """The perplexity the model's spec names, on the text `source` (`lm_text_lines`), as (key, value rounded to 2
-    decimals); a ValueError for a model that is not a language model."""
+def language_model_perplexity(model, tokenizer, source: str, seed: int = 0, paper_seeds: int = 5) -> dict[str, float]:
+    """The perplexities the model's spec names, on the text `source` (`lm_text_lines`), as {key: value rounded to 2
+    decimals}; a ValueError for a model that is not a language model."""
     from ..registry import model_spec
 
     kind = model_spec(model.config.model_type).language_model_perplexity
     if kind is None:
         raise ValueError(f"model type {model.config.model_type!r} is not a language model (no perplexity)")
-    key, perplexity = LANGUAGE_MODEL_PERPLEXITIES[kind]
-    return key, round(perplexity(model, tokenizer, source, seed=seed), 2)
+    scores = LANGUAGE_MODEL_PERPLEXITIES[kind](model, tokenizer, source, seed=seed, paper_seeds=paper_seeds)
+    return {key: round(value, 2) for key, value in scores.items()}

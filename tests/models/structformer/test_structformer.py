@@ -193,6 +193,29 @@ def test_batch_calibration_applies_in_training_only():
     # Sentence 1 has the batch's largest margin, so only the other sentences are lowered further in training.
     torch.testing.assert_close(trained[1], evaluated[1])
     assert not torch.allclose(trained[0], evaluated[0]) and not torch.allclose(trained[2], evaluated[2])
+    # The authors' perplexity protocol asks for batch calibration at evaluation: the training figure, in eval mode.
+    model.eval()
+    asked = model.parse_scores(input_ids, attention_mask, calibration_scope="batch")[2]
+    torch.testing.assert_close(asked, trained)
+    with pytest.raises(ValueError, match="calibration_scope"):
+        model.parse_scores(input_ids, attention_mask, calibration_scope="corpus")
+
+
+def test_forward_passes_the_calibration_scope_to_the_parser():
+    torch.manual_seed(0)
+    config = StructFormerConfig(
+        vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        hidden_dropout_prob=0.0,
+    )
+    model = StructFormerForMaskedLM(config).eval()
+    with torch.no_grad():
+        model.structformer.parser.distance_out.bias.fill_(3.0)
+        model.structformer.parser.distance_out.weight.mul_(10.0)
+    input_ids = torch.randint(2, 30, (3, 7))
+    default = model(input_ids).distances
+    by_batch = model(input_ids, calibration_scope="batch").distances
+    # Every sentence is lowered by the batch's largest margin, at least its own.
+    assert (by_batch <= default + 1e-6).all() and not torch.allclose(by_batch, default)
 
 
 def test_model_copy_of_algorithm_1_matches_the_library():

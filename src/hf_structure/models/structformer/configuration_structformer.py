@@ -83,7 +83,8 @@ class StructFormerConfig(StructureConfig):
             or `"sigmoid"`).
         calibration_scope: over what the largest calibration margin (App. A.2) is taken in training:
             `"sentence"` (as the paper writes it) or `"batch"` (one maximum over the batch, as the authors' code
-            does). Evaluation and parsing always calibrate per sentence, so a parse never depends on its batch.
+            does). Evaluation and parsing calibrate per sentence, so a parse never depends on its batch, unless a
+            forward call asks for `calibration_scope="batch"` (the authors' perplexity protocol).
         head_decoding: how `parse` turns p_D into dependency heads: `"eisner"` (projective maximum spanning tree
             over log p_D, the highest word as root), `"chu-liu-edmonds"` (the non-projective one), or `"argmax"`
             (Eq. 18 per word, as the paper scores it; the heads may then contain cycles).

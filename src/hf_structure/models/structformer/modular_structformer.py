@@ -63,7 +63,8 @@ class StructFormerConfig(StructureConfig):
             or `"sigmoid"`).
         calibration_scope: over what the largest calibration margin (App. A.2) is taken in training:
             `"sentence"` (as the paper writes it) or `"batch"` (one maximum over the batch, as the authors' code
-            does). Evaluation and parsing always calibrate per sentence, so a parse never depends on its batch.
+            does). Evaluation and parsing calibrate per sentence, so a parse never depends on its batch, unless a
+            forward call asks for `calibration_scope="batch"` (the authors' perplexity protocol).
         head_decoding: how `parse` turns p_D into dependency heads: `"eisner"` (projective maximum spanning tree
             over log p_D, the highest word as root), `"chu-liu-edmonds"` (the non-projective one), or `"argmax"`
             (Eq. 18 per word, as the paper scores it; the heads may then contain cycles).
@@ -518,15 +519,20 @@ class StructFormerModel(StructFormerPreTrainedModel):
         attention_mask: torch.Tensor,
         embeddings: torch.Tensor | None = None,
         with_parent: bool = True,
+        calibration_scope: str | None = None,
     ):
         """Distances, heights (with +inf / -inf where undefined) and p_D (None without `with_parent`) for a batch
-        (`embeddings`: the word embeddings of `input_ids` where the caller has them already)."""
+        (`embeddings`: the word embeddings of `input_ids` where the caller has them already). `calibration_scope`
+        (`"sentence"` / `"batch"`) overrides the default: the config's scope in training, per sentence otherwise."""
         mask = attention_mask.bool()
         if embeddings is None:
             embeddings = self.embed_tokens(input_ids)
         distances, heights = self.parser(embeddings, mask)
-        per_batch = self.training and self.config.calibration_scope == "batch"
-        distances = calibrate_distances(distances, heights, mask, per_batch=per_batch)
+        if calibration_scope is None:
+            calibration_scope = self.config.calibration_scope if self.training else "sentence"
+        elif calibration_scope not in ("sentence", "batch"):
+            raise ValueError(f"calibration_scope must be 'sentence' or 'batch', got {calibration_scope!r}")
+        distances = calibrate_distances(distances, heights, mask, per_batch=calibration_scope == "batch")
         split_scale, head_scale = self.log_scales.exp().unbind()
         parent = dependency_distribution(distances, heights, mask, split_scale, head_scale) if with_parent else None
         distances = distances.masked_fill(~split_mask_from(mask), float("inf"))
@@ -540,8 +546,10 @@ class StructFormerModel(StructFormerPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        calibration_scope: str | None = None,
         **kwargs,
     ) -> StructFormerModelOutput:
+        """`calibration_scope`: see `parse_scores`."""
         output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
@@ -558,7 +566,9 @@ class StructFormerModel(StructFormerPreTrainedModel):
         mask = attention_mask.bool()
 
         embeddings = self.embed_tokens(input_ids)
-        distances, heights, parent = self.parse_scores(input_ids, mask, embeddings)
+        distances, heights, parent = self.parse_scores(
+            input_ids, mask, embeddings, calibration_scope=calibration_scope
+        )
         # Each head attends along a mixture of "to my parent" (p_D) and "to my dependent" (p_D^T), Eq. 15.
         relations = torch.stack(
             [parent if name == "parent" else parent.transpose(1, 2) for name in self.config.relations], dim=1
@@ -665,13 +675,16 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        calibration_scope: str | None = None,
         **kwargs,
     ) -> StructFormerMaskedLMOutput:
+        """`calibration_scope`: see `StructFormerModel.parse_scores`."""
         outputs = self.structformer(
             input_ids,
             attention_mask=attention_mask,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
+            calibration_scope=calibration_scope,
         )
         hidden = self.output_dropout(outputs.last_hidden_state)
         loss = None
