@@ -66,6 +66,28 @@ def test_train_lm_fine_tunes_a_saved_model(tmp_path, one_thread):
     assert (tmp_path / "tuned" / "model.safetensors").read_bytes() == weights
     cli.main([*again, "--overwrite_output_dir"])
     assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 1
+    # The authors' dropout placement, from the command line: settings whose default is None take a value too.
+    cli.main([*again, "--overwrite_output_dir", "--config_overrides",
+              "embedding_dropout_prob=0.0,output_dropout_prob=0.1,attention_initialization=xavier"])
+    config = json.loads((tmp_path / "tuned" / "config.json").read_text())
+    assert (config["embedding_dropout_prob"], config["output_dropout_prob"]) == (0.0, 0.1)
+    assert config["attention_initialization"] == "xavier"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("calibration_scope=corpus", "calibration_scope must be 'sentence' or 'batch', got 'corpus'"),
+    ("hidden_sise=64", "StructFormerConfig has no setting 'hidden_sise'"),
+    ("hidden_size=abc", "invalid literal for int"),
+    ("hidden_size", "expected key=value"),
+])
+def test_a_config_override_the_model_refuses_is_one_line_before_training(override, message, tmp_path):
+    base = save_tiny_model(tmp_path / "base")
+    text = tmp_path / "domain.txt"
+    text.write_text("\n".join(CORPUS) + "\n")
+    with pytest.raises(SystemExit, match=f"^hf-structure train-lm: --config_overrides '{override}': {message}"):
+        cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train",
+                  "--max_steps", "1", "--output_dir", str(tmp_path / "out"), "--config_overrides", override, *QUIET])
+    assert not (tmp_path / "out" / "model.safetensors").exists()
 
 
 def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, tmp_path, caplog, one_thread):

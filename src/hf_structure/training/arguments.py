@@ -55,6 +55,37 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type
     return recipe, parsed
 
 
+class ConfigOverrideError(ValueError):
+    """A `--config_overrides` setting the model's config does not have, or a value it refuses."""
+
+
+def apply_config_overrides(config: PretrainedConfig, overrides: str) -> None:
+    """Set the `key=value` pairs of `overrides` (separated by commas) on `config` as
+    `PretrainedConfig.update_from_string` does, and also where a setting is None (`embedding_dropout_prob`), which
+    that refuses: such a value is read as JSON (`0.0`, `true`, `null`), else kept as a string. The result is
+    checked by building the config class anew from it, so a value its `__init__` refuses is refused here too."""
+    known = config.to_dict()
+    for pair in overrides.split(","):
+        key, has_value, value = pair.partition("=")
+        if not has_value or key not in known:
+            raise ConfigOverrideError(f"--config_overrides {pair!r}: {type(config).__name__} has no setting "
+                                      f"{key!r}" if has_value else f"--config_overrides {pair!r}: expected key=value")
+        if getattr(config, key) is None or value.lower() in ("none", "null"):
+            try:
+                setattr(config, key, None if value.lower() == "none" else json.loads(value))
+            except json.JSONDecodeError:
+                setattr(config, key, value)
+            continue
+        try:
+            config.update_from_string(pair)
+        except (TypeError, ValueError) as error:
+            raise ConfigOverrideError(f"--config_overrides {pair!r}: {error}") from None
+    try:
+        type(config).from_dict(config.to_dict())
+    except (TypeError, ValueError) as error:
+        raise ConfigOverrideError(f"--config_overrides {overrides!r}: {error}") from None
+
+
 @dataclass
 class TransformerSizeArguments:
     """The sizes of a new Transformer-like model (for recipes whose models have them)."""

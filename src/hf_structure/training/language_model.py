@@ -13,7 +13,7 @@ from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
 from ..registry import model_spec
 from . import LanguageModelTraining
-from .arguments import parse_arguments
+from .arguments import apply_config_overrides, parse_arguments
 from .precision import with_chosen_precision
 from .trainer import (
     LanguageModelTrainingArguments,
@@ -101,13 +101,13 @@ def model_and_tokenizer_for_training(model_args: ModelArguments, recipe: Languag
 
         model, tokenizer = load_model_and_tokenizer(model_args.model_name_or_path)
         if model_args.config_overrides:
-            model.config.update_from_string(model_args.config_overrides)
+            apply_config_overrides(model.config, model_args.config_overrides)
         return model, tokenizer
     # The PTB vocabulary is fixed by the LM text (10k words); the evaluation lines are never read for training.
     tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
     config = recipe.new_config(own_args, tokenizer)
     if model_args.config_overrides:
-        config.update_from_string(model_args.config_overrides)
+        apply_config_overrides(config, model_args.config_overrides)
     return spec.auto_classes[spec.parsing_class](config), tokenizer
 
 

@@ -13,7 +13,7 @@ from transformers import TrainingArguments, set_seed
 from ..data.conllu_format import read_conllu
 from ..registry import model_spec
 from . import ParserTraining
-from .arguments import parse_arguments
+from .arguments import apply_config_overrides, parse_arguments
 from .trainer import LengthGroupedTrainer, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def new_parser(model_type: str, own_args, sentences: list[dict], deprels: list[s
     recipe = spec.training_recipe()
     config, tokenizer = recipe.new_config(own_args, sentences, deprels)
     if config_overrides:
-        config.update_from_string(config_overrides)
+        apply_config_overrides(config, config_overrides)
     model = spec.auto_classes[spec.parsing_class](config)
     if recipe.initialise is not None:
         recipe.initialise(model, own_args)
