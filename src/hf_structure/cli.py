@@ -519,13 +519,23 @@ def _evaluate(args) -> None:
             raise _fail("evaluate", f"--lm-text: {args.lm_text}: not UTF-8 (byte {error.start})") from None
         except (FileNotFoundError, ValueError) as error:
             raise _fail("evaluate", f"--lm-text: {error}") from None
-    if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
-        from .evaluation.scoring import evaluate_on_conllu
+    try:
+        if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
+            from .evaluation.scoring import evaluate_on_conllu
 
-        scores = evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size, args.threads)
-        scores = {"parser": args.model, **scores}
-    else:
-        scores = {"parser": args.model, **evaluate_model(model, tokenizer, gold, args.batch_size, args.threads)}
+            scores = evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size, args.threads)
+        else:
+            scores = evaluate_model(model, tokenizer, gold, args.batch_size, args.threads)
+    except ValueError as error:  # no sentence the model can parse
+        raise _fail("evaluate", f"{args.treebank}: {error}") from None
+    scores = {"parser": args.model, **scores}
+    # Sentences the model cannot parse (too long, a word with a space) are left out of the scores, as `parse` keeps
+    # going past them: each is named here, and the JSON counts them.
+    skipped = scores.pop("skipped", [])
+    for message in skipped:
+        print(f"hf-structure evaluate: not scored: {message}", file=sys.stderr)
+    if skipped:
+        scores["skipped"] = len(skipped)
     perplexities = {}
     if args.lm_text:
         from .evaluation.perplexity import language_model_perplexity
@@ -671,8 +681,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What an interrupted command leaves, said after "interrupted".
+INTERRUPTED = {
+    "parse": "; every result written is complete",
+    "train-lm": "; the same command resumes from the last checkpoint in --output_dir, if one was saved",
+    "train-parser": "; the same command resumes from the last checkpoint in --output_dir, if one was saved",
+}
+
+
 def main(argv: list[str] | None = None) -> None:
+    """`hf-structure`: Ctrl-C (SIGINT) ends any command with one line and exit status 130, as shells expect."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        _run_command(argv)
+    except KeyboardInterrupt:
+        command = next((word for word in argv if not word.startswith("-")), None)
+        name = f"hf-structure {command}" if command else "hf-structure"
+        print(f"{name}: interrupted{INTERRUPTED.get(command, '')}", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+def _run_command(argv: list[str]) -> None:
     if argv and argv[0] in TRAINING_COMMANDS:  # the training entry parses the rest, `--help` included
         train(argv[0], argv[1:])
         return

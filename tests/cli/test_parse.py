@@ -196,6 +196,45 @@ def test_module_subprocess(model, tmp_path):
         check_line(result, result["words"])
 
 
+def test_ctrl_c_ends_parse_with_one_line_status_130_and_complete_results(model, tmp_path):
+    import signal
+    import time
+
+    output = tmp_path / "out.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    command = [sys.executable, "-m", "hf_structure.cli", "parse", "--model", model, "--input", "-", "--output",
+               str(output)]
+    child = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child.stdin.write("the old man sat on the bench .\n" * 2000)  # more than a window: results are written
+    child.stdin.flush()  # standard input stays open: the command waits for more when the signal comes
+    deadline = time.monotonic() + 120
+    while not (output.exists() and output.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    stderr = child.stderr.read()
+    assert child.wait(timeout=60) == 130
+    assert stderr.splitlines() == ["hf-structure parse: interrupted; every result written is complete"]
+    text = output.read_text(encoding="utf-8")
+    assert text.endswith("\n") and all(json.loads(line)["words"] for line in text.splitlines())
+
+
+@pytest.mark.parametrize("argv", [["train-lm"], ["evaluate", "--treebank", "gold"], ["models"]])
+def test_ctrl_c_ends_any_command_with_one_line_and_status_130(argv, monkeypatch, capsys):
+    from hf_structure import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "train", interrupted)
+    monkeypatch.setattr(cli, "_evaluate", interrupted)
+    monkeypatch.setattr(cli, "_models", interrupted)
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 130
+    assert capsys.readouterr().err == f"hf-structure {argv[0]}: interrupted{cli.INTERRUPTED.get(argv[0], '')}\n"
+
+
 def test_loading_the_model_draws_no_progress_bar_of_its_own(model, capsys):
     main(["parse", "--model", model, "--pretokenized", "a dog ran"])
     assert "Loading weights" not in capsys.readouterr().err  # transformers' bar, among the command's own output

@@ -87,7 +87,8 @@ def test_reading_skips_multiword_tokens_and_empty_nodes():
         "\n"
     )
     assert parse_conllu(text) == [{"id": "a", "words": ["do", "n't", "go"], "upos": ["AUX", "PART", "VERB"],
-                                   "heads": [3, 3, 0], "deprels": ["aux", "advmod", "root"]}]
+                                   "heads": [3, 3, 0], "deprels": ["aux", "advmod", "root"], "line": 1}]
+    assert [sentence["line"] for sentence in parse_conllu("\n\n" + text + "\n" + text)] == [3, 11]
 
 
 # ---------------------------------------------------------------------------------- a CoNLL-U file parsed again

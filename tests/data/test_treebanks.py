@@ -318,6 +318,7 @@ def test_read_conllu_skips_multiword_tokens_and_empty_nodes(tmp_path):
         "upos": ["PRON", "AUX", "PART", "VERB", "PUNCT"],
         "heads": [4, 4, 4, 0, 4],
         "deprels": ["nsubj", "aux", "advmod", "root", "punct"],
+        "line": 1,
     }
     assert sentences[1]["words"] == ["Sue", "likes", "coffee", "and", "Bill", "tea"]
     assert sentences[1]["heads"] == [2, 0, 2, 5, 2, 5]
@@ -395,6 +396,6 @@ def test_read_conllu_gold_drops_punctuation_and_renumbers_heads(tmp_path):
     ]
     assert [s.heads for s in sentences] == [[4, 4, 4, 0], [2, 0, 2, 5, 2, 5], [0], [2, 0]]
     assert all(s.spans == set() for s in sentences)
-    assert sentences[0].source == f"{path}:s1"
+    assert sentences[0].source == f"{path}:1"  # file:line, as for the .mrg files
     assert read_treebank(path) == sentences  # read_treebank takes a .conllu file too
 

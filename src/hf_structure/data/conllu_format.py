@@ -24,7 +24,7 @@ UNIVERSAL_PUNCTUATION = frozenset({"PUNCT"})
 
 def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
     """Sentences of CoNLL-U `text` as dicts with `words`, `upos`, `heads` (0 = root), `deprels`, `id` (`sent_id`
-    or index). Errors name `source` and the line: a row without 10 columns, a malformed row or a word without head
+    or index), `line` (where the sentence's block begins). Errors name `source` and the line: a row without 10 columns, a malformed row or a word without head
     the row's; heads that are no tree the sentence's first."""
     from conllu.parser import DEFAULT_FIELDS, parse_comment_line, parse_line
 
@@ -73,6 +73,7 @@ def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
                 "upos": [token["upos"] for _, token in tokens],
                 "heads": heads,
                 "deprels": [token["deprel"] for _, token in tokens],
+                "line": block_line,
             }
         )
     return sentences
@@ -106,7 +107,7 @@ def read_conllu_gold(path: str | Path) -> list[GoldSentence]:
                 spans=set(),
                 heads=content_heads(sentence["upos"], sentence["heads"], UNIVERSAL_PUNCTUATION),
                 deprels=[sentence["deprels"][i] for i in kept],
-                source=f"{path}:{sentence['id']}",
+                source=f"{path}:{sentence['line']}",
             )
         )
     return sentences

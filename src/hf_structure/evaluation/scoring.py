@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import torch
 
 from ..data.treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
-from ..pipelines.unsupervised_parsing import check_options
+from ..pipelines.unsupervised_parsing import check_options, check_words, parse_length_error
 from ..structs.trees import heads_are_tree
 from ..threads import parsing_threads
 from .baselines import baseline_parses
@@ -57,15 +57,37 @@ def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
 @torch.no_grad()
 def parse_word_lists(
     model, tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64, num_threads: int | None = None,
-    **options,
+    names: Sequence[str] | None = None, skip_unparsable: bool = False, **options,
 ) -> list:
     """`model.parse` over pre-split sentences, batched by length; results in input order. `options` go to `parse`
     (e.g. `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`).
     `num_threads`: torch's CPU threads while parsing (default: `threads.default_num_threads` for the machine's load
-    now); the caller's count is restored after."""
+    now); the caller's count is restored after.
+
+    A sentence the model cannot parse (a word that is empty or holds whitespace, too long: the pipeline's checks,
+    or a ValueError from `parse`) raises a ValueError naming it by `names` (default `sentence <k>`, from 1); with
+    `skip_unparsable`, its result is `{"words": ..., "error": "<name>: <why>"}` instead and the others are parsed."""
     check_options(model, options)
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    names = names or [f"sentence {number}" for number in range(1, len(sentences) + 1)]
     results: list[dict | None] = [None] * len(sentences)
+
+    def refuse(index: int, message: str) -> None:
+        if not skip_unparsable:
+            raise ValueError(message)
+        results[index] = {"words": list(sentences[index]), "error": message}
+
+    parsable = []
+    for index, words in enumerate(sentences):
+        try:
+            check_words(words, names[index])
+        except (TypeError, ValueError) as error:
+            refuse(index, str(error))
+            continue
+        if why := parse_length_error(model, tokenizer, list(words)):
+            refuse(index, f"{names[index]}: {why}")
+            continue
+        parsable.append(index)
+    order = sorted(parsable, key=lambda i: len(sentences[i]))
     was_training = model.training
     model.eval()
     try:
@@ -74,14 +96,13 @@ def parse_word_lists(
                 indices = order[first : first + batch_size]
                 try:
                     parsed = model.parse([list(sentences[i]) for i in indices], tokenizer, **options)
-                except ValueError:  # the message counts within the batch: find the sentence and name it
+                except ValueError:  # the model names a position in the batch: find the sentence and name it
                     for index in indices:
                         try:
-                            model.parse([list(sentences[index])], tokenizer, **options)
-                        except ValueError as error:
-                            sentence = " ".join(sentences[index])[:80]
-                            raise ValueError(f"sentence {index} ({sentence!r}): {error}") from None
-                    raise
+                            results[index] = model.parse([list(sentences[index])], tokenizer, **options)[0]
+                        except ValueError as error:  # in a batch of one, the model's own index is always 0
+                            refuse(index, f"{names[index]}: {str(error).removeprefix('sentence 0: ')}")
+                    continue
                 for index, parse in zip(indices, parsed):
                     results[index] = parse
     finally:
@@ -107,9 +128,14 @@ def evaluate_model(
     model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64, num_threads: int | None = None
 ) -> dict:
     """Scores with the model's default decodings, plus `<score>_<method>` for each alternative head decoding
-    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...). `num_threads`: as `parse_word_lists`."""
+    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...). `num_threads`: as `parse_word_lists`. A sentence
+    the model cannot parse is left out of every score and named in `skipped` (see `parsed_sentences`)."""
+    names = [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
+    gold, parses, skipped = parsed_sentences(
+        gold, parse_word_lists(model, tokenizer, [g.words for g in gold], batch_size, num_threads, names, True)
+    )
     words = [g.words for g in gold]
-    scores = score_parses(gold, parse_word_lists(model, tokenizer, words, batch_size, num_threads))
+    scores = score_parses(gold, parses)
     for option, structure, methods in (
         ("head_decoding", "heads", alternative_decodings(model)),
         ("tree_decoding", "spans", alternative_tree_decodings(model)),
@@ -118,7 +144,17 @@ def evaluate_model(
             parses = parse_word_lists(model, tokenizer, words, batch_size, num_threads, **{option: method})
             alternative = score_parses(gold, [{structure: p[structure]} for p in parses], suffix=f"_{method}")
             scores.update({key: value for key, value in alternative.items() if key != "sentences"})
-    return scores
+    return {**scores, "skipped": skipped} if skipped else scores
+
+
+def parsed_sentences(gold: Sequence, parses: Sequence[dict]) -> tuple[list, list[dict], list[str]]:
+    """The gold sentences and parses of `parse_word_lists(..., skip_unparsable=True)` without those it could not
+    parse, and the errors naming those (`skipped`); a ValueError when no sentence is left to score."""
+    skipped = [parse["error"] for parse in parses if "error" in parse]
+    kept = [index for index, parse in enumerate(parses) if "error" not in parse]
+    if not kept:
+        raise ValueError(f"no sentence could be parsed ({len(skipped)} tried; the first: {skipped[0]})")
+    return [gold[index] for index in kept], [parses[index] for index in kept], skipped
 
 
 def score_all_words(gold: Sequence[dict], parses: Sequence[dict]) -> dict:
@@ -152,16 +188,19 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads
     """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
     are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with
     each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...). `num_threads`: as
-    `parse_word_lists`."""
+    `parse_word_lists`. A sentence the model cannot parse is left out and named in `skipped`, as by
+    `evaluate_model`."""
     import time
 
     from ..data.conllu_format import read_conllu
     from ..data.treebanks import content_heads
 
     sentences = read_conllu(path)
+    names = [f"sentence {number} ({path}:{s['line']})" for number, s in enumerate(sentences, 1)]
     start = time.perf_counter()
-    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads)
+    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, names, True)
     seconds = time.perf_counter() - start
+    sentences, parses, skipped = parsed_sentences(sentences, parses)
     scores = score_all_words(sentences, parses)
     kept = [(s, p) for s, p in zip(sentences, parses) if any(tag != "PUNCT" for tag in s["upos"])]
     punctuation = frozenset({"PUNCT"})
@@ -178,4 +217,4 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads
         alternative = score_all_words(sentences, parses)
         scores.update({f"{key}_{method}": value for key, value in alternative.items() if key != "sentences"})
     scores["scoring"] = ALL_WORDS_SCORING
-    return scores
+    return {**scores, "skipped": skipped} if skipped else scores

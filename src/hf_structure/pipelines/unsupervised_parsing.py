@@ -256,6 +256,18 @@ def check_words(words, item: str = "sentence") -> list[str]:
     return list(words)
 
 
+def parse_length_error(model, tokenizer, words: list[str]) -> str | None:
+    """Why `model` cannot parse `words` for their length (longer than its `max_parse_words`, or what its own
+    `parse_length_error` finds too long, a limit in word pieces say), or None."""
+    limit = getattr(model, "max_parse_words", None)
+    if limit is not None and len(words) > limit:
+        return f"{len(words)} words; this model parses at most {limit}"
+    length_error = getattr(model, "parse_length_error", None)
+    if length_error is None:
+        return None
+    return length_error(words, tokenizer) or None
+
+
 def split_text(text, item: str = "the text", split_sentences: bool = True) -> list[tuple[list[str], list, str]]:
     """The sentences of raw text (`sentence_offsets`; the whole text as one with `split_sentences=False`), each as
     its PTB-style words, their `[start, end]` character offsets in `text` and its own text; or a SentenceError naming
@@ -425,11 +437,7 @@ class UnsupervisedParsingPipeline(Pipeline):
                 raise SentenceError(f"{name}: no word besides punctuation: {' '.join(words)!r}")
         else:
             seen = list(range(len(words)))
-        limit = getattr(self.model, "max_parse_words", None)
-        if limit is not None and len(seen) > limit:
-            raise SentenceError(f"{name}: {len(seen)} words; this model parses at most {limit}")
-        length_error = getattr(self.model, "parse_length_error", None)  # a limit in word pieces, say
-        if length_error is not None and (message := length_error([words[i] for i in seen], self.tokenizer)):
+        if message := parse_length_error(self.model, self.tokenizer, [words[i] for i in seen]):
             raise SentenceError(f"{name}: {message}")
         return _Sentence(words, seen, offsets, text)
 

@@ -196,3 +196,12 @@ def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_pat
     expected = pipeline("unsupervised-parsing", model=str(out))(sentences, is_split_into_words=True)
     assert parse_without_hf_structure(out, sentences, tmp_path, is_split_into_words=True) == expected
     assert all(heads_are_tree(parse["heads"]) for parse in expected)
+
+
+def test_a_too_long_sentence_gets_our_error_alone(bert_folder, caplog):
+    model, tokenizer = new_arc_hybrid(bert_folder)  # a fresh tokenizer: transformers warns once per tokenizer
+    tokenizer.model_max_length = 64  # as a real encoder's tokenizer says: transformers would warn of "indexing errors"
+    with pytest.raises(ValueError, match="sentence 0: 72 word pieces; this model reads at most 64"):
+        model.parse([["dog"] * 70], tokenizer)
+    assert model.parse_length_error(["dog"] * 70, tokenizer) == "72 word pieces; this model reads at most 64"
+    assert not [record.getMessage() for record in caplog.records if "indexing errors" in record.getMessage()]
