@@ -243,7 +243,10 @@ def _parse_batch(parser, units: list[_Unit], pretokenized: bool, batch_size: int
 def _parsed_units(parser, units: Iterable[_Unit], pretokenized: bool, batch_size: int, options: dict):
     """Parse `units` a window of WINDOW_BATCHES batches at a time (within a window, in order of length, so that a
     batch pads little), and after each batch yield how many units were done and the units, in input order, whose
-    results are complete (with their results). Only one window is held, whatever the input's size."""
+    results are complete (with their results). Only one window is held, whatever the input's size, and the memory
+    each batch freed goes back to the system (`memory.release_freed_memory`), so a long parse stays flat."""
+    from .memory import release_freed_memory
+
     units = iter(units)
     while window := list(itertools.islice(units, batch_size * WINDOW_BATCHES)):
         results = [_unparsed_result(parser, unit, pretokenized, options) for unit in window]
@@ -253,6 +256,7 @@ def _parsed_units(parser, units: Iterable[_Unit], pretokenized: bool, batch_size
         done, written = len(window) - len(pending), 0
         for batch in batches:
             parsed = _parse_batch(parser, [window[k] for k in batch], pretokenized, batch_size, options)
+            release_freed_memory()
             for k, result in zip(batch, parsed):
                 results[k] = result
             complete = written

@@ -54,3 +54,14 @@ def test_g2gtr_speed_quick_times_both_parsers_side_by_side():
     out = run_benchmark("benchmarks/g2gtr_speed.py", "pipeline", "--quick")
     assert "| 1 | g2gtr-ewt |" in out and "| 1 | arc-hybrid-ewt |" in out
     assert "round 1: g2gtr-ewt / arc-hybrid-ewt = " in out
+
+
+def test_parse_memory_quick_samples_resident_memory_while_parsing():
+    import json
+
+    from tests.helpers.paths import require_data
+
+    ewt = require_data("ud-english-ewt", "en_ewt-ud-dev.conllu").parent
+    result = json.loads(run_benchmark("benchmarks/parse_memory.py", "--quick", "--ewt", str(ewt)))
+    assert result["lines"] == 300 and result["peak_rss_mib_after_first"]["results"] >= 100
+    assert result["peak_ratio"] >= 1  # the peak so far never falls

@@ -205,3 +205,25 @@ def test_a_too_long_sentence_gets_our_error_alone(bert_folder, caplog):
         model.parse([["dog"] * 70], tokenizer)
     assert model.parse_length_error(["dog"] * 70, tokenizer) == "72 word pieces; this model reads at most 64"
     assert not [record.getMessage() for record in caplog.records if "indexing errors" in record.getMessage()]
+
+
+def test_consecutive_chunks_keep_each_charts_size_within_the_budget():
+    from hf_structure.models.arc_hybrid.modeling_arc_hybrid import consecutive_chunks
+
+    assert consecutive_chunks([], 100) == []
+    assert consecutive_chunks([2, 2, 2, 2], 64) == [range(0, 4)]  # 4 x (2 + 2)^2 = 64
+    assert consecutive_chunks([2, 2, 2, 2, 2], 64) == [range(0, 4), range(4, 5)]
+    assert consecutive_chunks([1, 1, 9, 1], 64) == [range(0, 2), range(2, 3), range(3, 4)]  # 9 alone: 121 > 64
+
+
+def test_a_batch_parsed_in_chunks_parses_as_whole(parser, monkeypatch):
+    from hf_structure.models.arc_hybrid import modeling_arc_hybrid
+
+    model, tokenizer = parser
+    words = sorted([s["words"] for s in SENTENCES] * 3, key=len)  # 4, 4, 4, 8, 8, 8 words
+    whole = model.parse(words, tokenizer)
+    monkeypatch.setattr(modeling_arc_hybrid, "PARSE_CHART_POSITIONS", 2 * 6 * 6)  # 4-word ones by two, 8 alone
+    assert len(modeling_arc_hybrid.consecutive_chunks([len(w) for w in words], 2 * 6 * 6)) == 5
+    assert model.parse(words, tokenizer) == whole
+    assert model.parse(words, tokenizer, head_decoding="eisner") == [model.parse([w], tokenizer, "eisner")[0]
+                                                                     for w in words]

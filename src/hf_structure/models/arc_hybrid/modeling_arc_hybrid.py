@@ -286,6 +286,24 @@ def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -
     return heads.to(scores.device)
 
 
+# The most chart positions (sentences x P x P, P = longest sentence + 2) one parse call decodes at once: a full batch
+# of 32 sentences of up to 46 words. A batch holding longer sentences is parsed a few at a time, so that its charts
+# (B x Q x P x P) stay the size of an ordinary batch's and a long parse's memory does not jump with its longest one.
+PARSE_CHART_POSITIONS = 32 * 48 * 48
+
+
+def consecutive_chunks(lengths: list[int], max_positions: int) -> list[range]:
+    """`range(len(lengths))` cut into consecutive chunks whose count x (longest + 2)^2 stays within `max_positions`
+    (a sentence alone may exceed it)."""
+    chunks, start, longest = [], 0, 0
+    for index, length in enumerate(lengths):
+        longest = max(longest, length)
+        if index > start and (index - start + 1) * (longest + 2) ** 2 > max_positions:
+            chunks.append(range(start, index))
+            start, longest = index, length
+    return [*chunks, range(start, len(lengths))] if lengths else []
+
+
 # A log-probability for what cannot happen: finite, so that a row with no legal event stays a number.
 IMPOSSIBLE = -1e4
 
@@ -552,6 +570,22 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         if decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
         inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
+        heads, label_ids = [], []
+        for chunk in consecutive_chunks(inputs["lengths"].tolist(), PARSE_CHART_POSITIONS):
+            chunk_heads, chunk_labels = self._decode(rows_of(inputs, chunk), decoding)
+            heads += chunk_heads
+            label_ids += chunk_labels
+        return [
+            {
+                "words": list(words_of),
+                "heads": heads[b][1 : len(words_of) + 1],
+                "deprels": [self.config.deprels[label] for label in label_ids[b][1 : len(words_of) + 1]],
+            }
+            for b, words_of in enumerate(sentences)
+        ]
+
+    def _decode(self, inputs: dict, decoding: str) -> tuple[list[list[int]], list[list[int]]]:
+        """Heads and label ids (ROOT first) of a batch of encoded sentences."""
         inputs = {key: value.to(self.device) for key, value in inputs.items()}
         lengths = inputs["lengths"]
         words = self.encode_words(**inputs)
@@ -569,16 +603,20 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             mask = (positions[None] >= 1) & (positions[None] <= lengths[:, None])
             heads = eisner(arc_log_probs.transpose(1, 2), mask, single_root=True)
         heads = heads.to(words.device)
-        label_ids = self.label_logits(words, heads).argmax(-1).tolist()
-        heads = heads.tolist()
-        return [
-            {
-                "words": list(words_of),
-                "heads": heads[b][1 : len(words_of) + 1],
-                "deprels": [self.config.deprels[label] for label in label_ids[b][1 : len(words_of) + 1]],
-            }
-            for b, words_of in enumerate(sentences)
-        ]
+        return heads.tolist(), self.label_logits(words, heads).argmax(-1).tolist()
+
+
+def rows_of(inputs: dict, rows: range) -> dict:
+    """The `encode_word_pieces` inputs of sentences `rows` alone, their padding cut to the longest of them."""
+    rows = slice(rows.start, rows.stop)
+    pieces = int(inputs["attention_mask"][rows].sum(-1).max())
+    width = int(inputs["lengths"][rows].max()) + 2
+    return {
+        "input_ids": inputs["input_ids"][rows, :pieces],
+        "attention_mask": inputs["attention_mask"][rows, :pieces],
+        "first_pieces": inputs["first_pieces"][rows, :width],
+        "lengths": inputs["lengths"][rows],
+    }
 
 
 __all__ = ["ArcHybridForParsing", "ArcHybridOutput", "ArcHybridPreTrainedModel"]
