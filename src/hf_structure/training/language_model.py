@@ -13,7 +13,7 @@ from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
 from ..registry import model_spec
 from . import LanguageModelTraining
-from .arguments import apply_config_overrides, parse_arguments
+from .arguments import TrainingDataError, apply_config_overrides, parse_arguments
 from .precision import with_chosen_precision
 from .trainer import (
     LanguageModelTrainingArguments,
@@ -85,11 +85,21 @@ def split_lines(data_args: DataTrainingArguments) -> tuple[list[str], list[str]]
         dataset = load_from_disk(data_args.dataset_path)
         return list(dataset["train"][data_args.text_column]), list(dataset["validation"][data_args.text_column])
     if data_args.train_file:
-        train = text_file_lines(data_args.train_file)
+        train = _text_lines(data_args.train_file, "--train_file")
     else:
         train = ptb_lm_lines("train", exclude_wsj_00_01=not data_args.include_wsj_00_01)
-    valid = text_file_lines(data_args.validation_file) if data_args.validation_file else ptb_lm_lines("valid")
-    return train, valid
+    if data_args.validation_file:
+        return train, _text_lines(data_args.validation_file, "--validation_file")
+    return train, ptb_lm_lines("valid")
+
+
+def _text_lines(path: str, option: str) -> list[str]:
+    try:
+        return text_file_lines(path)
+    except UnicodeDecodeError as error:
+        raise TrainingDataError(f"{option}: {path}: not UTF-8 (byte {error.start})") from None
+    except (FileNotFoundError, ValueError) as error:  # missing, or no line with a word
+        raise TrainingDataError(f"{option}: {error}") from None
 
 
 def model_and_tokenizer_for_training(model_args: ModelArguments, recipe: LanguageModelTraining, own_args):

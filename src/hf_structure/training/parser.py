@@ -11,9 +11,10 @@ from datasets import Dataset
 from transformers import TrainingArguments, set_seed
 
 from ..data.conllu_format import read_conllu
+from ..data.treebanks import TreebankFormatError
 from ..registry import model_spec
 from . import ParserTraining
-from .arguments import apply_config_overrides, parse_arguments
+from .arguments import TrainingDataError, apply_config_overrides, parse_arguments
 from .trainer import LengthGroupedTrainer, end_processes, train_resuming
 
 logger = logging.getLogger(__name__)
@@ -54,17 +55,24 @@ class ParserDataArguments:
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only this many training sentences."})
 
 
-def conllu_sentences(path: str) -> list[dict]:
-    """The sentences of a CoNLL-U file, or of every `.conllu` file of a folder (sorted by name)."""
+def conllu_sentences(path: str, option: str = "--train_file") -> list[dict]:
+    """The sentences of a CoNLL-U file, or of every `.conllu` file of a folder (sorted by name); a TrainingDataError
+    naming `option` and the file when there is none or one cannot be read."""
     path = Path(path)
     files = sorted(path.glob("*.conllu")) if path.is_dir() else [path]
     if not files:
-        raise FileNotFoundError(f"no .conllu file in {path}")
-    return [sentence for file in files for sentence in read_conllu(file)]
+        raise TrainingDataError(f"{option}: no .conllu file in {path}")
+    try:
+        sentences = [sentence for file in files for sentence in read_conllu(file)]
+    except (FileNotFoundError, TreebankFormatError) as error:
+        raise TrainingDataError(f"{option}: {error}") from None
+    if not sentences:
+        raise TrainingDataError(f"{option}: {path} holds no sentence (only comments or blank lines)")
+    return sentences
 
 
 def with_known_labels(sentences: list[dict], deprels: list[str], skip_unknown_labels: bool = False) -> list[dict]:
-    """The sentences whose labels are all among `deprels`. Another is a ValueError naming the sentence and the
+    """The sentences whose labels are all among `deprels`. Another is a TrainingDataError naming the sentence and the
     labels, or with `skip_unknown_labels` left out with a warning."""
     known, kept = set(deprels), []
     for sentence in sentences:
@@ -72,7 +80,8 @@ def with_known_labels(sentences: list[dict], deprels: list[str], skip_unknown_la
         if unknown:
             message = f"sentence {sentence['id']}: labels {unknown} are not among the parser's {len(known)}"
             if not skip_unknown_labels:
-                raise ValueError(message)
+                raise TrainingDataError(f"--train_file: {message}: a saved parser keeps its labels (train a new "
+                                        "one without --model_name_or_path, or map the labels to its own)")
             logger.warning("%s; left out", message)
             continue
         kept.append(sentence)
@@ -156,8 +165,8 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
 
         callbacks.append(ParsingEvaluationCallback(data_args.validation_file, tokenizer, data_args.max_eval_sentences))
         # eval_loss over the dev sentences' examples; the callback adds the parsing scores
-        dev = with_known_labels(conllu_sentences(data_args.validation_file)[: data_args.max_eval_sentences], deprels,
-                                skip_unknown_labels=True)
+        dev = conllu_sentences(data_args.validation_file, "--validation_file")[: data_args.max_eval_sentences]
+        dev = with_known_labels(dev, deprels, skip_unknown_labels=True)
         eval_dataset = Dataset.from_list(recipe.examples(model, dev, tokenizer, own_args))
     trainer = LengthGroupedTrainer(
         model=model,

@@ -33,5 +33,6 @@ def with_chosen_precision(training_args: TrainingArguments, precision: str) -> T
         "this CPU has native bf16 (avx512_bf16/amx_bf16): training under bf16 autocast (--precision fp32 "
         "to keep float32)"
     )
-    # replace() builds the arguments anew, so everything derived from bf16 in __post_init__ follows it.
-    return dataclasses.replace(training_args, bf16=True)
+    # replace() builds the arguments anew, so everything derived from bf16 in __post_init__ follows it; transformers
+    # refuses bf16 without a GPU unless use_cpu says the CPU is meant.
+    return dataclasses.replace(training_args, bf16=True, use_cpu=True)
