@@ -200,3 +200,15 @@ def test_an_unknown_bare_name_is_refused_with_the_bundled_names_and_never_reache
     assert resolve_model_path("structformer_ptb") == "structformer_ptb"
     assert resolve_model_path(DEFAULT_MODEL) == str(BUNDLED)
     assert resolve_model_path("org/does-not-exist") == "org/does-not-exist"
+
+
+def test_the_default_pipeline_parses_each_of_the_first_2000_ewt_dev_lines_as_raw_text():
+    from transformers import pipeline
+
+    from tests.helpers.paths import require_data
+
+    path = require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
+    lines = [line[len("# text = "):] for line in path.read_text(encoding="utf-8").splitlines()
+             if line.startswith("# text = ")][:2000]
+    results = pipeline("unsupervised-parsing")(lines, batch_size=32)  # "?" and the like among them
+    assert len(results) == 2000 and all(result and all("heads" in parse for parse in result) for result in results)

@@ -150,12 +150,13 @@ def test_a_bad_line_gets_an_error_and_the_others_are_parsed(model, tmp_path, cap
     results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["words"] for r in results] == [["a", "dog", "ran"], [".", ",", "!"], ["the", "old\x00man"], [],
                                             ["the", "man", "sat"]]
-    assert results[1]["error"].startswith("line 2") and results[1]["error"].endswith(
-        "no word besides punctuation: '. , !'")
-    assert "control character" in results[2]["error"] and "heads" not in results[2]
+    # Punctuation alone is a sentence, parsed as punctuation is re-attached: the first mark heads the others.
+    assert (results[1]["heads"], results[1]["spans"]) == ([0, 1, 1], [[0, 3]]) and "error" not in results[1]
+    assert results[2]["error"].startswith("line 3") and "control character" in results[2]["error"]
+    assert "heads" not in results[2]
     check_line(results[0], ["a", "dog", "ran"])
     check_line(results[4], ["the", "man", "sat"])
-    assert "2 of 5 lines could not be parsed" in capsys.readouterr().err
+    assert "1 of 5 lines could not be parsed" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         main(["parse", "--model", model, "--input", str(source), "--output", str(out), "--strict"])
     assert exit_info.value.code == 1
@@ -254,10 +255,10 @@ def test_conllu_output_keeps_one_sentence_block_per_input_line(model, tmp_path):
     source.write_text("a dog ran\n\n. , !\nthe old man sat\n", encoding="utf-8")
     main(["parse", "--model", model, "--pretokenized", "--conllu", "--input", str(source), "--output", str(out)])
     blocks = conllu.parse(out.read_text(encoding="utf-8"))
-    assert [len(block) for block in blocks] == [3, 0, 0, 4]
+    assert [len(block) for block in blocks] == [3, 0, 3, 4]
     assert [block.metadata["sent_id"] for block in blocks] == ["1", "2", "3", "4"]  # the input line's number
     assert [blocks[i].metadata.get("text") for i in (0, 2, 3)] == ["a dog ran", ". , !", "the old man sat"]
-    assert "no word besides punctuation" in blocks[2].metadata["error"]
+    assert [token["head"] for token in blocks[2]] == [0, 1, 1]  # the first mark heads the others
     assert [token["form"] for token in blocks[3]] == ["the", "old", "man", "sat"]
 
 
@@ -411,7 +412,7 @@ def test_a_window_sorted_by_length_is_written_in_input_order_with_bad_lines_in_p
           "--batch-size", "2"])
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert [result["words"] for result in results] == [line.split() for line in lines]
-    assert [("error" in result) for result in results] == [line in (". , !", "a\x01dog") for line in lines]
+    assert [("error" in result) for result in results] == [line == "a\x01dog" for line in lines]
     assert all("heads" in result for result, line in zip(results, lines) if line.split() and "error" not in result)
 
 
@@ -656,8 +657,9 @@ def test_raw_text_lines_are_split_into_sentences_each_naming_its_line(model, tmp
     assert [result["line"] for result in results] == [1, 1, 2, 3, 4]
     assert [result["words"] for result in results] == [["The", "old", "man", "sat", "."], ["A", "dog", "ran", "!"],
                                                        [], [".", ",", "!"], ["It", "rained", "."]]
-    assert [result.get("text") for result in results] == ["The old man sat.", "A dog ran!", None, None, "It rained."]
-    assert results[1]["offsets"] == [[17, 18], [19, 22], [23, 26], [26, 27]] and "error" in results[3]
+    assert [result.get("text") for result in results] == ["The old man sat.", "A dog ran!", None, ". , !",
+                                                          "It rained."]
+    assert results[1]["offsets"] == [[17, 18], [19, 22], [23, 26], [26, 27]] and results[3]["heads"] == [0, 1, 1]
     main(["parse", "--model", model, "--input", str(source), "--no-split-sentences"])
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [result["words"] for result in results] == [["The", "old", "man", "sat.", "A", "dog", "ran", "!"], [],

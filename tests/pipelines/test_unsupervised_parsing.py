@@ -283,8 +283,6 @@ def test_sentence_at_the_length_limit(parser):
 @pytest.mark.parametrize(
     "inputs, kwargs, error, message",
     [
-        ("", {}, ValueError, "empty or whitespace-only"),
-        ("  \t\n ", {}, ValueError, "empty or whitespace-only"),
         (5, {}, TypeError, "expected a string, a list of words or a batch of them, got int"),
         (None, {}, TypeError, "expected a string, a list of words or a batch of them, got NoneType"),
         (["a", ""], {"is_split_into_words": True}, ValueError, r"^the sentence: word 1 \(''\) is empty"),
@@ -292,8 +290,6 @@ def test_sentence_at_the_length_limit(parser):
         (["a", 3], {"is_split_into_words": True}, TypeError, "^the sentence: word 1 is a int, not a string"),
         ([], {"is_split_into_words": True}, ValueError, "^empty word list"),
         ("a dog ran", {"is_split_into_words": True}, TypeError, "expected a list of words, got str"),
-        (". , ! ...", {}, ValueError, "no word besides punctuation"),
-        ([".", ","], {"is_split_into_words": True}, ValueError, "no word besides punctuation"),
         (" ".join(["the"] * (LIMIT + 1)), {}, ValueError, f"{LIMIT + 1} words; this model parses at most {LIMIT}"),
         ([], {}, ValueError, "no sentence to parse: the input list is empty"),
         ([["A", "dog"], "Cats"], {}, TypeError, "sentence 1: a batch must be all strings or all word lists"),
@@ -302,8 +298,6 @@ def test_sentence_at_the_length_limit(parser):
         (["the", "old\x00man"], {"is_split_into_words": True}, ValueError, "word 1 .* contains a control character"),
     ],
     ids=[
-        "empty",
-        "whitespace",
         "int",
         "none",
         "empty-word",
@@ -311,8 +305,6 @@ def test_sentence_at_the_length_limit(parser):
         "non-string-word",
         "no-words",
         "string-as-words",
-        "punctuation-only",
-        "punctuation-only-words",
         "too-long",
         "empty-batch",
         "mixed-batch",
@@ -346,17 +338,49 @@ def test_the_one_scan_check_rejects_exactly_what_the_word_loop_rejects():
 @pytest.mark.parametrize(
     "batch, message",
     [
-        (["a dog ran", "", "the man"], "^item 1: empty or whitespace-only"),
-        (["a dog ran", ". ,"], "^item 1, sentence 0: no word besides punctuation"),
         (["a dog ran", " ".join(["dog"] * (LIMIT + 1))], f"^item 1, sentence 0: .*at most {LIMIT}"),
         (["a dog ran", None], "^item 1: expected a string, got NoneType"),
         ([["a", "dog"], ["a", ""]], r"sentence 1: word 1 \(''\)"),
     ],
-    ids=["empty", "punctuation-only", "too-long", "none", "empty-word"],
+    ids=["too-long", "none", "empty-word"],
 )
 def test_bad_sentence_in_a_batch_names_its_index(parser, batch, message):
     with pytest.raises((TypeError, ValueError), match=message):
         parser(batch, batch_size=2)
+
+
+def test_an_empty_text_has_no_sentence_and_punctuation_alone_is_one(parser):
+    assert parser("") == [] and parser("  \t\n ") == []
+    assert parser(["a dog ran", "", "?"], batch_size=2)[1:] == [
+        [],
+        [{"words": ["?"], "offsets": [[0, 1]], "text": "?", "tree": "(?)", "spans": [[0, 1]], "heads": [0]}],
+    ]
+    # A model trained without punctuation never sees it: the first mark heads the others, as re-attached punctuation
+    # is headed by the root word.
+    alone = parser([".", ",", "!"], is_split_into_words=True)
+    assert (alone["heads"], alone["spans"], alone["tree"]) == ([0, 1, 1], [[0, 3]], "(. , !)")
+    assert parser([".", ","], is_split_into_words=True, keep_punctuation=False) == {"words": []}
+    assert parser(["a dog ran", ". ,"])[1] == parser(". ,")
+
+
+def test_on_error_record_keeps_the_others_of_a_batch(parser):
+    too_long = " ".join(["dog"] * (LIMIT + 1))
+    with pytest.raises(ValueError, match=f"item 1, sentence 0: {LIMIT + 1} words"):
+        parser(["a dog ran", too_long, "the man sat"], batch_size=2)
+    results = parser(["a dog ran", too_long, "the man sat", "a\x00b"], batch_size=2, on_error="record")
+    assert results[0] == parser("a dog ran") and results[2] == parser("the man sat")
+    assert results[1] == [{"words": too_long.split(), "offsets": results[1][0]["offsets"], "text": too_long,
+                           "error": f"item 1, sentence 0: {LIMIT + 1} words; this model parses at most {LIMIT}"}]
+    assert results[3] == [{"words": ["a\x00b"], "error": "item 3: the text contains the control character '\\x00'"}]
+    words = [["a", "dog"], ["a", ""], ["dog"] * (LIMIT + 1)]
+    recorded = parser(words, on_error="record")
+    assert recorded[0] == parser(words[0], is_split_into_words=True)
+    assert recorded[1] == {"words": ["a", ""], "error": "sentence 1: word 1 ('') is empty or contains whitespace"}
+    assert recorded[2]["error"] == f"sentence 2: {LIMIT + 1} words; this model parses at most {LIMIT}"
+    streamed = list(parser((text for text in ["a dog", "b\x00"]), on_error="record"))  # a generator, item by item
+    assert streamed[0] == parser("a dog") and "control character" in streamed[1][0]["error"]
+    with pytest.raises(ValueError, match=r"on_error must be one of \('raise', 'record'\), got 'skip'"):
+        parser("a dog ran", on_error="skip")
 
 
 def test_heads_are_a_tree_unless_the_argmax_rule_is_asked_for(parser):

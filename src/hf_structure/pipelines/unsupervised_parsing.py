@@ -268,14 +268,24 @@ def parse_length_error(model, tokenizer, words: list[str]) -> str | None:
     return length_error(words, tokenizer) or None
 
 
+ON_ERROR = ("raise", "record")
+
+
+def check_on_error(on_error: str) -> str:
+    """`on_error` as given, or a ValueError naming the values it takes."""
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    return on_error
+
+
 def split_text(text, item: str = "the text", split_sentences: bool = True) -> list[tuple[list[str], list, str]]:
     """The sentences of raw text (`sentence_offsets`; the whole text as one with `split_sentences=False`), each as
-    its PTB-style words, their `[start, end]` character offsets in `text` and its own text; or a SentenceError naming
-    the item."""
+    its PTB-style words, their `[start, end]` character offsets in `text` and its own text (none for an empty or
+    whitespace-only text); or a SentenceError naming the item."""
     if not isinstance(text, str):
         raise TypeError(f"{item}: expected a string, got {type(text).__name__}")
     if not text.strip():
-        raise SentenceError(f"{item}: empty or whitespace-only text")
+        return []
     control = next((c for c in text if unicodedata.category(c) == "Cc" and not c.isspace()), None)
     if control is not None:
         raise SentenceError(f"{item}: the text contains the control character {control!r}")
@@ -331,6 +341,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         return_scores=None,
         structures=None,
         num_threads=None,
+        on_error=None,
         **parse_options,
     ):
         check_options(
@@ -349,6 +360,8 @@ class UnsupervisedParsingPipeline(Pipeline):
             if not isinstance(split_sentences, bool):
                 raise TypeError(f"split_sentences must be True or False, got {split_sentences!r}")
             preprocess["split_sentences"] = split_sentences
+        if on_error is not None:
+            preprocess["on_error"] = check_on_error(on_error)
         # The model's own options (None: its default), and `structures` where its `parse` can skip the others' work.
         model_options = {"structures": structures, **parse_options}
         takes = getattr(self.model, "parse_options", {})
@@ -366,10 +379,11 @@ class UnsupervisedParsingPipeline(Pipeline):
         split_sentences = kwargs.get("split_sentences")
         if split_sentences is None:  # the pipeline's own setting
             split_sentences = self._preprocess_params.get("split_sentences", True)
+        on_error = check_on_error(kwargs.get("on_error") or self._preprocess_params.get("on_error", "raise"))
         if isinstance(inputs, str):
             if split:
                 check_words(inputs, "the sentence")  # the TypeError for a string given as words
-            return self.parse_sentences(self.sentences(inputs, split_sentences=split_sentences), kwargs)
+            return self.parse_sentences(self.sentences(inputs, False, None, split_sentences, on_error), kwargs)
         if inputs is None or isinstance(inputs, (int, float, bytes, dict)):
             raise TypeError(f"expected a string, a list of words or a batch of them, got {type(inputs).__name__}")
         if not isinstance(inputs, (list, tuple)):
@@ -391,7 +405,7 @@ class UnsupervisedParsingPipeline(Pipeline):
                 )
             # Checked (and split) once here; preprocess takes the result as it is.
             name = "the sentence" if single else f"{kind} {index}"
-            groups.append(self.sentences(item, as_words, name, split_sentences))
+            groups.append(self.sentences(item, as_words, name, split_sentences, on_error))
         # The sentences of every item are parsed together, in batches of similar lengths across items.
         parses = iter(self.parse_sentences([sentence for group in groups for sentence in group], kwargs))
         if as_words:
@@ -401,6 +415,8 @@ class UnsupervisedParsingPipeline(Pipeline):
 
     def parse_sentences(self, sentences: list["_Sentence"], kwargs: dict) -> list[dict]:
         """One result per checked sentence, in order."""
+        if not sentences:
+            return []
         if (kwargs.get("batch_size") or self._batch_size or 1) == 1:
             return super().__call__(sentences, **kwargs)
         # Batches of similar lengths pad less; a parse does not depend on its batch-mates, so only the order changes.
@@ -410,43 +426,63 @@ class UnsupervisedParsingPipeline(Pipeline):
             outputs[position] = output
         return outputs
 
-    def sentences(self, item, is_split_into_words=False, name=None, split_sentences=True) -> list["_Sentence"]:
-        """The sentences of one input (a word list: one; a text: those of `split_text`), each with the indices of the
-        words the model sees (its punctuation policy applied); a SentenceError (a ValueError) or TypeError naming the
-        input (`name`; None: "the text" or "the sentence" of a single input) and, within a text, the sentence."""
+    def sentences(
+        self, item, is_split_into_words=False, name=None, split_sentences=True, on_error="raise"
+    ) -> list["_Sentence"]:
+        """The sentences of one input (a word list: one; a text: those of `split_text`, none for an empty text), each
+        with the indices of the words the model sees (its punctuation policy applied). A sentence the model cannot
+        parse is a SentenceError (a ValueError) or TypeError naming the input (`name`; None: "the text" or "the
+        sentence" of a single input) and, within a text, the sentence; with `on_error="record"` it is kept with the
+        message as its `error` instead, and the others are parsed."""
+
+        def unparsable(words, error, offsets=None, text=None) -> "_Sentence":
+            if on_error != "record":
+                raise error
+            return _Sentence(list(words), [], offsets, text, str(error))
+
         if is_split_into_words or isinstance(item, (list, tuple)):
             name = name or "the sentence"
-            return [self.checked_sentence(check_words(item, name), name)]
-        sentences = split_text(item, name or "the text", split_sentences)
+            try:
+                return [self.checked_sentence(check_words(item, name), name)]
+            except (SentenceError, TypeError) as error:
+                return [unparsable(item if isinstance(item, (list, tuple)) else [], error)]
+        try:
+            sentences = split_text(item, name or "the text", split_sentences)
+        except (SentenceError, TypeError) as error:
+            return [unparsable(item.split() if isinstance(item, str) else [], error)]
         if split_sentences:  # a sentence is named by its index in the text's results
             names = [f"{name}, sentence {index}" if name else f"sentence {index}" for index in range(len(sentences))]
         else:
             names = [name or "the text"]
-        return [
-            self.checked_sentence(words, sentence_name, offsets, text)
-            for sentence_name, (words, offsets, text) in zip(names, sentences)
-        ]
+        checked = []
+        for sentence_name, (words, offsets, text) in zip(names, sentences):
+            try:
+                checked.append(self.checked_sentence(words, sentence_name, offsets, text))
+            except SentenceError as error:
+                checked.append(unparsable(words, error, offsets, text))
+        return checked
 
     def checked_sentence(self, words, name, offsets=None, text=None) -> "_Sentence":
-        """`words` with the indices of those the model sees, or a SentenceError naming the sentence (`name`) when the
-        model cannot parse it (punctuation only, longer than `max_parse_words`, or what the model's
-        `parse_length_error` finds too long)."""
+        """`words` with the indices of those the model sees (none for punctuation alone, which a model trained
+        without punctuation never sees: see `sentence_result`), or a SentenceError naming the sentence (`name`) when
+        the model cannot parse it (longer than `max_parse_words`, or what the model's `parse_length_error` finds too
+        long)."""
         if getattr(self.model.config, "punctuation_policy", "keep") == "reattach":
             seen = [i for i, word in enumerate(words) if not is_punctuation(word)]
             if not seen:
-                raise SentenceError(f"{name}: no word besides punctuation: {' '.join(words)!r}")
+                return _Sentence(words, seen, offsets, text)
         else:
             seen = list(range(len(words)))
         if message := parse_length_error(self.model, self.tokenizer, [words[i] for i in seen]):
             raise SentenceError(f"{name}: {message}")
         return _Sentence(words, seen, offsets, text)
 
-    def preprocess(self, item, is_split_into_words=False, split_sentences=True):
+    def preprocess(self, item, is_split_into_words=False, split_sentences=True, on_error="raise"):
         # A model input is a group of sentences, parsed in one batch: one sentence checked by `__call__`, or the
         # sentences of an item of a Dataset or generator (a list of results for a text, one result for a word list).
         if isinstance(item, _Sentence):
             return {"group": {"sentences": [item._asdict()], "as_list": False}}
-        sentences = self.sentences(item, is_split_into_words, split_sentences=split_sentences)
+        sentences = self.sentences(item, is_split_into_words, split_sentences=split_sentences, on_error=on_error)
         as_list = not (is_split_into_words or isinstance(item, (list, tuple)))
         return {"group": {"sentences": [sentence._asdict() for sentence in sentences], "as_list": as_list}}
 
@@ -461,10 +497,12 @@ class UnsupervisedParsingPipeline(Pipeline):
         batched = isinstance(groups, list)
         groups = groups if batched else [groups]
         sentences = [sentence for group in groups for sentence in group["sentences"]]
-        parses = iter(
-            self.model.parse([[s["words"][i] for i in s["seen"]] for s in sentences], self.tokenizer, **parse_options)
-        )
-        parses = [[next(parses) for _ in group["sentences"]] for group in groups]
+        # A sentence the model sees no word of (punctuation alone), or one recorded as unparsable, has no parse.
+        parsable = [[s["words"][i] for i in s["seen"]] for s in sentences if s["seen"] and s["error"] is None]
+        parses = iter(self.model.parse(parsable, self.tokenizer, **parse_options) if parsable else [])
+        parses = [
+            [next(parses) if s["seen"] and s["error"] is None else None for s in group["sentences"]] for group in groups
+        ]
         if not batched:
             return {"parses": parses[0], "group": groups[0]}
         return {"parses": parses, "group": groups}
@@ -478,7 +516,23 @@ class UnsupervisedParsingPipeline(Pipeline):
         return results if group["as_list"] else results[0]
 
     def sentence_result(self, parse, sentence, keep_punctuation=True, return_scores=False, structures=None) -> dict:
-        """One sentence's result: the model's parse over the words it saw, mapped back onto the sentence's words."""
+        """One sentence's result: the model's parse over the words it saw, mapped back onto the sentence's words. An
+        unparsable sentence recorded with `on_error="record"` gives its words and `error`. Punctuation alone, which
+        a model trained without it never sees, is parsed as punctuation is re-attached: the first mark heads the
+        others and the sentence is its one constituent."""
+        if sentence["error"] is not None:
+            result = {"words": sentence["words"], "error": sentence["error"]}
+            if sentence["offsets"] is not None:
+                result.update(offsets=sentence["offsets"], text=sentence["text"])
+            return result
+        if parse is None:  # punctuation alone
+            if not keep_punctuation:
+                return {"words": [], **({"offsets": [], "text": sentence["text"]} if sentence["offsets"] else {})}
+            count = len(sentence["words"])
+            others = count - 1
+            parse = {"spans": [[0, count]], "heads": [0] + [1] * others, "deprels": ["root"] + ["punct"] * others}
+            parse = {key: value for key, value in parse.items() if key in getattr(self.model, "parse_outputs", ())}
+            sentence = {**sentence, "seen": list(range(count))}
         if structures is not None:  # each one the model gives (`check_options`)
             dropped = {key for name, keys in STRUCTURES.items() if name not in structures for key in keys}
             parse = {key: value for key, value in parse.items() if key not in dropped}
@@ -523,3 +577,4 @@ class _Sentence(NamedTuple):
     seen: list[int]
     offsets: list[list[int]] | None = None
     text: str | None = None
+    error: str | None = None  # why the model cannot parse it (`on_error="record"`)
