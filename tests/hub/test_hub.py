@@ -180,11 +180,14 @@ def test_export_refuses_a_checkpoint_without_records(checkpoint, tmp_path):
     (bare / "hf_structure_training.json").unlink()
     with pytest.raises(FileNotFoundError, match="hf_structure_training.json"):
         hub.export_model_folder(bare, tmp_path / "out")
-    broken = dict(EVAL_FIXTURE)
-    del broken["uas"]
+    # A record without some scores: one error names every missing key and the one command that writes them all.
+    broken = {key: value for key, value in EVAL_FIXTURE.items() if key not in ("uas", "mlm_ppl_test",
+                                                                             "mlm_ppl_paper_test")}
     (bare / "hf_structure_training.json").write_text(json.dumps(TRAINING_FIXTURE))
     (bare / "hf_structure_eval.json").write_text(json.dumps(broken))
-    with pytest.raises(ValueError, match="uas"):
+    expected = (rf"lacks the required keys \['uas', 'mlm_ppl_test', 'mlm_ppl_paper_test'\] \(write it with "
+                rf"`hf-structure evaluate --model {bare} --treebank GOLD --lm-text ptb-test --record`\)")
+    with pytest.raises(ValueError, match=expected):
         hub.export_model_folder(bare, tmp_path / "out")
 
 

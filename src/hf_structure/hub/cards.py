@@ -61,6 +61,13 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
 
 
+def card_eval_record(model_dir, spec: ModelSpec) -> dict:
+    """The evaluation record, holding every score the card of a `spec` model reports (else an error giving the
+    command that writes them all)."""
+    return load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics),
+                            language_model=spec.language_model_perplexity is not None)
+
+
 def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, template_path=None):
     """The `huggingface_hub.ModelCard` (README.md) of a checkpoint folder. The template is the model type's
     (`ModelSpec.card_template`); the name is the repo id's last part, else the folder's name, and code snippets
@@ -77,7 +84,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     template_path = Path(template_path) if template_path else TEMPLATES_DIR / spec.card_template
     if not template_path.is_file():
         raise FileNotFoundError(f"model card template {template_path} not found")
-    record = load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics))
+    record = card_eval_record(model_dir, spec)
     training = load_training_record(model_dir)
     # Each stage carries its 1-based number, so that a template listing only some stages (those with notes) names
     # them right.

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..file_modes import with_default_mode
 from ..registry import model_spec
-from .cards import render_model_card
-from .records import EVAL_RECORD, TRAINING_RECORD, load_eval_record, load_training_record, read_json, write_json
+from .cards import card_eval_record, render_model_card
+from .records import EVAL_RECORD, TRAINING_RECORD, load_training_record, read_json, write_json
 
 TASK = "unsupervised-parsing"
 PIPELINE_FILES = ("unsupervised_parsing.py", "word_tokenization.py")
@@ -42,7 +42,7 @@ def export_model_folder(
         raise FileExistsError(f"{out_dir} is not empty")
     # Read the records first: a checkpoint without them is not published.
     spec = model_spec(read_json(model_dir / "config.json").get("model_type"))
-    load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics))
+    card_eval_record(model_dir, spec)
     load_training_record(model_dir)
 
     model, tokenizer = load_model_and_tokenizer(str(model_dir))

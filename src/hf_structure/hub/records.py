@@ -98,17 +98,20 @@ def _load_record(model_dir, name: str, required: tuple[str, ...], how_to_write: 
     record = read_json(path)
     missing = [key for key in required if key not in record]
     if missing:
-        raise ValueError(f"{path} lacks the required keys {missing}")
+        raise ValueError(f"{path} lacks the required keys {missing} ({how_to_write})")
     return record
 
 
-def load_eval_record(model_dir: str | os.PathLike, metric_keys: tuple[str, ...]) -> dict:
-    """The evaluation record; it must hold `dataset` and every key in `metric_keys` (the card's metrics)."""
+def load_eval_record(model_dir: str | os.PathLike, metric_keys: tuple[str, ...], language_model: bool = False) -> dict:
+    """The evaluation record; it must hold `dataset` and every key in `metric_keys` (the card's metrics). The error
+    for a record missing or incomplete gives the one command that writes every key (for a `language_model`, with its
+    perplexities on the PTB test text)."""
+    lm_text = " --lm-text ptb-test" if language_model else ""
     record = _load_record(
         model_dir,
         EVAL_RECORD,
         ("dataset", *metric_keys),
-        f"write it with `hf-structure evaluate --model {model_dir} --treebank GOLD --record`",
+        f"write it with `hf-structure evaluate --model {model_dir} --treebank GOLD{lm_text} --record`",
     )
     for name, scores in record.get("baselines", {}).items():
         if not isinstance(scores, dict):
