@@ -651,7 +651,8 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--svg", metavar="OUT.svg", help="also draw each parse as SVG (OUT-<line>.svg if several; "
                        "OUT-<line>-<k>.svg for the k-th of several sentences of a line)")
     parse.add_argument("--strict", action="store_true", help="exit with status 1 when any line fails")
-    parse.add_argument("--batch-size", type=_count, default=32)
+    parse.add_argument("--batch-size", type=_count, default=32, metavar="N",
+                       help="sentences the model parses at once (default 32; more is faster where memory allows)")
     parse.add_argument("--progress", action=argparse.BooleanOptionalAction,
                        help="a progress bar for --input on standard error (default: where it is a terminal)")
     parse.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: the pipeline's)")
@@ -675,7 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "hf_structure_eval.json, for its model card (other keys there are kept)")
     evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
     evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--batch-size", type=_count, default=64)
+    evaluate.add_argument("--batch-size", type=_count, default=64, metavar="N",
+                          help="sentences the model parses at once (default 64)")
     evaluate.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: cpu)")
     evaluate.add_argument("--threads", type=_count, metavar="N", help=THREADS_HELP)
     models = commands.add_parser("models", help="list the bundled models: name, model type, size, headline scores "
