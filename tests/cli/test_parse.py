@@ -206,15 +206,22 @@ def test_ctrl_c_ends_parse_with_one_line_status_130_and_complete_results(model, 
     env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
     command = [sys.executable, "-m", "hf_structure.cli", "parse", "--model", model, "--input", "-", "--output",
                str(output)]
-    child = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell that starts a job in the background has it ignore SIGINT, and a child inherits that: as a terminal
+    # would, the child gets SIGINT's default, so that Python turns it into KeyboardInterrupt.
+    child = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     child.stdin.write("the old man sat on the bench .\n" * 2000)  # more than a window: results are written
     child.stdin.flush()  # standard input stays open: the command waits for more when the signal comes
     deadline = time.monotonic() + 120
     while not (output.exists() and output.stat().st_size) and time.monotonic() < deadline:
         time.sleep(0.05)
     child.send_signal(signal.SIGINT)
+    try:
+        child.wait(timeout=60)  # standard input still open: the signal alone ends the command
+    finally:
+        child.kill()
     stderr = child.stderr.read()
-    assert child.wait(timeout=60) == 130
+    assert child.returncode == 130
     assert stderr.splitlines() == ["hf-structure parse: interrupted; every result written is complete"]
     text = output.read_text(encoding="utf-8")
     assert text.endswith("\n") and all(json.loads(line)["words"] for line in text.splitlines())
