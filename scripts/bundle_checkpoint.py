@@ -29,11 +29,10 @@ from hf_structure.hub import render_model_card
 from hf_structure.hub.records import (
     load_training_record,
     staged_training_record,
+    treebank_record_fields,
     write_eval_record,
     write_training_record,
 )
-
-DATASET = "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)"
 
 
 def _as_stage(training: dict) -> dict:
@@ -66,12 +65,7 @@ def main() -> None:
         baseline = evaluate_baseline(args.treebank, name)
         baseline.pop("parser")
         baselines[name] = baseline
-    results = {
-        "dataset": DATASET,
-        "dataset_id": "ptb-wsj-sample",
-        "dataset_split": "wsj_0001-wsj_0099",
-        **scores,
-    }
+    results = {**treebank_record_fields(args.treebank), **scores}
     for split, paper_seeds in (("test", 5), ("valid", 0)):  # the paper's protocol where the paper reports it
         for key, perplexity in language_model_perplexity(model, tokenizer, f"ptb-{split}", 0, paper_seeds).items():
             results[f"{key}_{split}"] = perplexity

@@ -551,12 +551,16 @@ def _evaluate(args) -> None:
         scores.update(perplexities)
     print(json.dumps(scores), flush=True)
     if args.record:
-        from .hub.records import EVAL_RECORD, read_record, write_eval_record
+        from .hub.records import EVAL_RECORD, read_record, treebank_record_fields, write_eval_record
 
         try:
             record = read_record(model_path, EVAL_RECORD)  # other keys of an existing record are kept
             record.update({key: value for key, value in scores.items() if key != "parser"})
-            record["dataset"] = args.dataset_name or record.get("dataset") or str(args.treebank)
+            for key in ("dataset_id", "dataset_split"):  # an earlier evaluation's, if any
+                record.pop(key, None)
+            record.update(treebank_record_fields(args.treebank))  # this evaluation's treebank, by name
+            if args.dataset_name:
+                record["dataset"] = args.dataset_name
             if args.lm_text == "ptb-test":
                 for key in perplexities:
                     record[f"{key}_test"] = record.pop(key)

@@ -50,7 +50,12 @@ def test_train_lm_fine_tunes_a_saved_model(tmp_path, one_thread):
               str(text), "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "4", "--save_strategy",
               "no", "--output_dir", str(tmp_path / "tuned"), *QUIET])
     assert (tmp_path / "tuned" / "model.safetensors").is_file()
-    assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 2
+    record = json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())
+    assert record["steps"] == 2
+    # Provenance a card can state: the base model, the user's data by name, a command without this machine's paths.
+    assert record["base_model"] == "base" and record["train_data"] == "`domain.txt` (8 sentences)"
+    assert record["command"].startswith("hf-structure train-lm --model_name_or_path base --train_file domain.txt ")
+    assert str(tmp_path) not in record["command"]
     # The weights take the mode of the files beside them (safetensors alone writes them 0600).
     modes = {path.name: path.stat().st_mode & 0o777 for path in (tmp_path / "tuned").iterdir() if path.is_file()}
     assert modes["model.safetensors"] == modes["config.json"] == 0o666 & ~current_umask()
@@ -178,3 +183,22 @@ def test_train_parser_without_the_minilm_extra_or_with_no_sentence_is_one_line(t
     with pytest.raises(SystemExit, match=f"^hf-structure train-parser: --train_file: {comments} holds no sentence"):
         cli.main(["train-parser", "--train_file", str(comments), "--encoder", str(bert_folder), "--do_train",
                   "--max_steps", "1", "--output_dir", str(tmp_path / "out"), *QUIET])
+
+
+def test_the_card_of_a_fine_tuned_model_names_its_base_its_data_and_no_local_path(tmp_path, one_thread):
+    from tests.helpers.hand_treebank import write_hand_treebank
+
+    base = save_tiny_model(tmp_path / "base")
+    text = tmp_path / "clinical notes.txt"
+    text.write_text("\n".join(CORPUS * 4) + "\n")
+    tuned = tmp_path / "tuned"
+    cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train", "--max_steps",
+              "1", "--per_device_train_batch_size", "4", "--save_strategy", "no", "--output_dir", str(tuned), *QUIET])
+    gold = write_hand_treebank(tmp_path / "gold")
+    cli.main(["evaluate", "--model", str(tuned), "--treebank", str(gold), "--lm-text", "ptb-test", "--record",
+              "--paper-mask-seeds", "2"])
+    cli.main(["export", "--model", str(tuned), "--output", str(tmp_path / "hub"), "--repo-id", "me/tuned"])
+    card = " ".join((tmp_path / "hub" / "README.md").read_text().split())
+    assert "fine-tuned from `base` as a masked language model on `clinical notes.txt` (8 sentences)" in card
+    assert "trained from scratch" not in card and str(tmp_path) not in card and "WSJ sections 00–01" not in card
+    assert json.loads((tuned / "hf_structure_eval.json").read_text())["dataset"] == "gold"

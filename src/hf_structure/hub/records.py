@@ -19,7 +19,8 @@ the bundling scripts)::
       "command": "python scripts/run_mlm.py ...",  # the exact command(s)
       "wall_time_s": 7260.5, "machine": "2 CPU threads (AMD EPYC 7B13), no GPU, torch 2.13.0",  # `machine_description`
       "steps": 7000, "epochs": 11.7,
-      "wsj_00_01_excluded": true,                 # optional: default = "--include_wsj_00_01" not in command
+      "wsj_00_01_excluded": true,                 # optional: default = "--include_wsj_00_01" not in command;
+                                                  # null: not trained on the PTB text (a file of the user's)
       "train_data": "...", "stages": [...]        # optional
     }
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 from pathlib import Path
 
 EVAL_RECORD = "hf_structure_eval.json"
@@ -100,6 +102,20 @@ def _load_record(model_dir, name: str, required: tuple[str, ...], how_to_write: 
     if missing:
         raise ValueError(f"{path} lacks the required keys {missing} ({how_to_write})")
     return record
+
+
+def treebank_record_fields(treebank: str | os.PathLike) -> dict:
+    """How an evaluation record names the gold treebank at `treebank`: the PTB sample and UD English-EWT files of the
+    shared data by their names (with their model-index id and split), anything else by its file or folder name,
+    never by a path of this machine."""
+    path = Path(treebank)
+    if path.name == "dev" and path.parent.name == "ptb-sample":
+        return {"dataset": "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)", "dataset_id": "ptb-wsj-sample",
+                "dataset_split": "wsj_0001-wsj_0099"}
+    if match := re.fullmatch(r"en_ewt-ud-(train|dev|test)\.conllu", path.name):
+        return {"dataset": f"UD English-EWT {match[1]}", "dataset_id": "universal_dependencies",
+                "dataset_split": f"en_ewt {match[1]}"}
+    return {"dataset": path.resolve().name}
 
 
 def load_eval_record(model_dir: str | os.PathLike, metric_keys: tuple[str, ...], language_model: bool = False) -> dict:

@@ -4,6 +4,7 @@ arguments and the collator of its objective."""
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from datasets import load_from_disk
 from transformers import set_seed
@@ -21,6 +22,7 @@ from .trainer import (
     check_output_folder,
     end_processes,
     train_resuming,
+    training_provenance,
 )
 
 logger = logging.getLogger(__name__)
@@ -171,7 +173,10 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
     )
 
     if training_args.do_train:
-        train_resuming(trainer)
+        train_data = None
+        if data_args.train_file:
+            train_data = f"`{Path(data_args.train_file).name}` ({len(train_dataset):,} sentences)"
+        train_resuming(trainer, training_provenance(argv, prog, model_args.model_name_or_path, train_data))
     if training_args.do_eval:
         metrics = trainer.evaluate()
         trainer.log_metrics("eval", metrics)

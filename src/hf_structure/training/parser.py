@@ -15,7 +15,7 @@ from ..data.treebanks import TreebankFormatError
 from ..registry import model_spec
 from . import ParserTraining
 from .arguments import TrainingDataError, apply_config_overrides, parse_arguments
-from .trainer import LengthGroupedTrainer, end_processes, train_resuming
+from .trainer import LengthGroupedTrainer, end_processes, train_resuming, training_provenance
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +178,7 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         callbacks=callbacks,
         learning_rate_of=learning_rates(model, training_args.learning_rate, model_args),
     )
-    train_resuming(trainer)
+    train_data = f"`{Path(data_args.train_file).name}` ({len(train):,} sentences)"
+    train_resuming(trainer, training_provenance(argv, prog, model_args.model_name_or_path, train_data))
     end_processes(trainer)
     return trainer

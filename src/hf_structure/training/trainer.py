@@ -5,6 +5,8 @@ import logging
 import math
 import os
 import re
+import shlex
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -330,9 +332,10 @@ def last_complete_checkpoint(output_dir: str) -> str | None:
     return os.path.join(output_dir, f"checkpoint-{max(steps)}") if steps else None
 
 
-def train_resuming(trainer):
+def train_resuming(trainer, provenance: dict):
     """Train, continuing from `--resume_from_checkpoint` or else the output folder's last complete checkpoint; then
-    save the model, the metrics, the trainer state and the training record. Returns the train output."""
+    save the model, the metrics, the trainer state and the training record (with `provenance`: see
+    `training_provenance`). Returns the train output."""
     args = trainer.args
     checkpoint = args.resume_from_checkpoint
     if checkpoint is None:
@@ -345,8 +348,34 @@ def train_resuming(trainer):
     trainer.save_metrics("train", result.metrics)
     trainer.save_state()
     if trainer.is_world_process_zero():
-        write_training_record(args.output_dir, trainer, result.metrics["train_runtime"], checkpoint)
+        write_training_record(args.output_dir, trainer, result.metrics["train_runtime"], checkpoint, provenance)
     return result
+
+
+def portable_command(argv: list[str], prog: str | None = None) -> str:
+    """The command line as a reader on another machine can read it: `prog` (the installed command, e.g.
+    `hf-structure train-lm`) or `python SCRIPT` (the script's path relative to here, else its name), then `argv`
+    with each absolute path (`/home/me/data/a.txt`, `--x=/abs/b`) as its last component."""
+    def portable(argument: str) -> str:
+        option, equals, value = argument.partition("=") if argument.startswith("--") else ("", "", argument)
+        return option + equals + (Path(value).name if os.path.isabs(value) else value)
+
+    if prog is None:
+        script = Path(sys.argv[0]).resolve()
+        prog = "python " + str(script.relative_to(Path.cwd()) if script.is_relative_to(Path.cwd()) else script.name)
+    return " ".join([prog, *(shlex.quote(portable(argument)) for argument in argv)])
+
+
+def training_provenance(argv: list[str], prog: str | None, base_model: str | None, train_data: str | None) -> dict:
+    """What a model card says of how a run was trained: its `command` (`portable_command`), the model it was
+    fine-tuned from (`base_model`, a bundled name or a folder's name) and its training data (`train_data`, as the
+    card prints it; None: the recipe's default corpus)."""
+    provenance = {"command": portable_command(argv, prog)}
+    if base_model:
+        provenance["base_model"] = Path(base_model).name if Path(base_model).is_dir() else base_model
+    if train_data:  # not the PTB text, so whether it held the evaluation sample's WSJ 00-01 is not ours to say
+        provenance.update(train_data=train_data, wsj_00_01_excluded=None)
+    return provenance
 
 
 def end_processes(trainer) -> None:
@@ -356,21 +385,18 @@ def end_processes(trainer) -> None:
     trainer.accelerator.end_training()
 
 
-def write_training_record(output_dir: str, trainer, wall_time_s: float, resumed_from: str | None) -> None:
+def write_training_record(output_dir: str, trainer, wall_time_s: float, resumed_from: str | None,
+                          provenance: dict) -> None:
     """The output folder's `hf_structure_training.json` (see `hf_structure.hub.records`), so that the saved model
-    can be published with a card that states how it was trained."""
-    import shlex
-    import sys
-
+    can be published with a card that states how it was trained (`provenance`: see `training_provenance`)."""
     from ..hub import records
 
-    command = "python " + " ".join(shlex.quote(argument) for argument in sys.argv)
     record = {
-        "command": command,
+        **provenance,
         "wall_time_s": round(wall_time_s, 1),
         "steps": trainer.state.global_step,
         "epochs": round(trainer.state.epoch or 0.0, 2),
     }
     if resumed_from:
-        record["notes"] = f"resumed from {resumed_from}; wall_time_s counts the last process only"
+        record["notes"] = f"resumed from {Path(resumed_from).name}; wall_time_s counts the last process only"
     records.write_training_record(output_dir, record)  # with this machine's description
