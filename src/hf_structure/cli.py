@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import __version__
+from . import __version__, distributed
 from .bundled import DEFAULT_MODEL, resolve_model_path
 from .cli_train_publish import (PUBLISH_COMMANDS, TRAINING_COMMANDS, add_train_publish_commands,
                                 run_publish_command, train)
@@ -378,7 +378,14 @@ def _parse(args) -> None:
     if total == 0:
         raise _fail("parse", f"no sentence in {args.input}")
     _check_output(args.output, args.svg, args.input)
+    processes = distributed.process_count()  # started by torchrun / accelerate launch: each parses a share
+    if processes > 1 and (total is None or args.text or not args.output):
+        raise _fail("parse", f"in {processes} processes, give --input FILE (each reads its share) and --output FILE "
+                             "(the first process joins the shares)")
+    share = distributed.start(total) if processes > 1 else None
     device = _check_device("parse", args.device) if args.device else None
+    if share and device is None:
+        device = distributed.local_device()
     from .pipelines import load_parser
     from .pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description
 
@@ -408,9 +415,13 @@ def _parse(args) -> None:
         input_errors: list[SystemExit] = []
         units = _until_input_error(_units(lines, input_format, pretokenized, _input_name(args.input or "")),
                                    input_errors)
-        output_file = _OutputFile(stack.enter_context(open(args.output, "wb"))) if args.output else None
+        target = args.output
+        if share:
+            units = itertools.islice(units, share.units.start, share.units.stop)
+            target = distributed.part_path(args.output, share.rank)
+        output_file = _OutputFile(stack.enter_context(open(target, "wb"))) if target else None
         output = io.StringIO() if args.output else sys.stdout
-        progress = stack.enter_context(_progress(args, total, unit_name))
+        progress = stack.enter_context(_progress(args, len(share.units) if share else total, unit_name))
         writer = _Writer(output, output_format, not args.no_split_sentences, args.svg, total)
         for done, finished in _parsed_units(parser, units, pretokenized, args.batch_size, options):
             for unit, result in finished:
@@ -418,7 +429,7 @@ def _parse(args) -> None:
                 failed += isinstance(result, dict) and "error" in result
                 count += 1
             if output_file:  # each batch's results are there to read as soon as they are parsed
-                output_file.append(output.getvalue(), args.output, count)
+                output_file.append(output.getvalue(), target, count)
                 output.seek(0)
                 output.truncate()
             else:
@@ -426,6 +437,14 @@ def _parse(args) -> None:
             progress.update(done)
     if input_errors:
         raise input_errors[0]
+    if share:
+        counts = distributed.gather((count, failed, writer.sentences))
+        if share.rank == 0:  # sentences the writer numbered (CoNLL-U of split raw text) run on from the parts before
+            distributed.join_parts(args.output, processes, [part[2] for part in counts])
+        distributed.finish()
+        if share.rank:
+            return
+        count, failed = sum(part[0] for part in counts), sum(part[1] for part in counts)
     if count == 0:
         raise _fail("parse", f"no sentence in {_input_name(args.input)}")
     if failed:

@@ -735,3 +735,29 @@ def test_a_full_disk_leaves_only_complete_results_and_one_line(model, tmp_path, 
     lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
     assert len(lines) == 1 and lines[0].endswith("\n")
     assert json.loads(lines[0])["words"] == ["a", "dog", "ran"]
+
+
+@pytest.mark.parametrize("output_format", [[], ["--conllu"]])
+def test_two_processes_under_torchrun_write_what_one_process_writes(model, tmp_path, output_format):
+    # Lines of one and two sentences and blank ones: in CoNLL-U, the sentences of raw text are numbered across parts.
+    lines = [("The dog ran. " * (k % 3)).strip() or "" for k in range(41)]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    arguments = ["-m", "hf_structure.cli", "parse", "--model", model, "--input", str(source), *output_format]
+    one = subprocess.run([sys.executable, *arguments, "--output", str(tmp_path / "one")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29537"]
+    two = subprocess.run([*launcher, *arguments, "--output", str(tmp_path / "two")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert (tmp_path / "two").read_bytes() == (tmp_path / "one").read_bytes()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "one", "two"]  # no part left behind
+
+
+def test_several_processes_need_an_input_file_and_an_output_file(model, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit, match=r"^hf-structure parse: in 2 processes, give --input FILE .* --output FILE"):
+        main(["parse", "--model", model, "a dog ran"])
