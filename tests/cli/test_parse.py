@@ -669,7 +669,7 @@ def test_raw_text_lines_are_split_into_sentences_each_naming_its_line(model, tmp
     assert results[1]["offsets"] == [[17, 18], [19, 22], [23, 26], [26, 27]] and results[3]["heads"] == [0, 1, 1]
     main(["parse", "--model", model, "--input", str(source), "--no-split-sentences"])
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [result["words"] for result in results] == [["The", "old", "man", "sat.", "A", "dog", "ran", "!"], [],
+    assert [result["words"] for result in results] == [["The", "old", "man", "sat", ".", "A", "dog", "ran", "!"], [],
                                                        [".", ",", "!"], ["It", "rained", "."]]
     assert not any("line" in result for result in results)
 

@@ -24,6 +24,8 @@ _spec.loader.exec_module(word_tokenization)
 word_tokenize = word_tokenization.word_tokenize
 tokenize_with_offsets = word_tokenization.tokenize_with_offsets
 sentence_offsets = word_tokenization.sentence_offsets
+split_inner_periods = word_tokenization.split_inner_periods
+WEB_OR_EMAIL = word_tokenization.WEB_OR_EMAIL
 
 EWT_DIR = DATA_DIR / "ud-english-ewt"
 
@@ -198,18 +200,48 @@ def assert_offsets_point_at_the_words(text, words, offsets):
     for word, (start, end) in zip(words, offsets):
         assert previous_end <= start < end <= len(text), (text, words, offsets)
         assert not text[previous_end:start].strip(), (text, words, offsets)  # only whitespace before each word
-        # The word as written, but for the `` and '' that an ASCII '"' (or '' or ``) becomes.
-        assert text[start:end] == word or word in ("``", "''") and text[start:end] in ('"', "''", "``"), (
-            text, word, text[start:end])
+        assert text[start:end] == word, (text, word, text[start:end])  # the word as the text writes it
         previous_end = end
     assert not text[previous_end:].strip()  # nothing but whitespace between and after the words
 
 
-def test_ascii_words_are_word_tokenize_s_and_their_offsets_point_at_them():
+def as_written(text: str, words: list[str]) -> tuple[list[str], list[tuple[int, int]]]:
+    """`word_tokenize`'s words with each `` and '' as the text writes it, and their offsets."""
+    written, offsets, position = [], [], 0
+    for word in words:
+        while text[position].isspace():
+            position += 1
+        if not text.startswith(word, position):  # `` or '' for a '"'
+            word = '"' if text[position] == '"' else text[position : position + 2]
+        written.append(word)
+        offsets.append((position, position + len(word)))
+        position += len(word)
+    return written, offsets
+
+
+def test_ascii_words_are_word_tokenize_s_as_written_with_inner_periods_split():
+    # The only differences from nltk's tokenizer: the words as written, a period ending a word other than the last
+    # split off where it ends no abbreviation (`split_inner_periods`), and web and e-mail addresses whole.
     for text in [text for text, _ in CASES] + list(random_texts(20_000, 5678, ASCII_PIECES)):
         words, offsets = tokenize_with_offsets(text)
-        assert words == word_tokenize(text), repr(text)
         assert_offsets_point_at_the_words(text, words, offsets)
+        if not WEB_OR_EMAIL.search(text):
+            assert (words, offsets) == split_inner_periods(*as_written(text, word_tokenize(text))), repr(text)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("See http://www.example.com/a?b=1. Then mail kent.shoemaker@ae.ge.com!",
+     ["See", "http://www.example.com/a?b=1", ".", "Then", "mail", "kent.shoemaker@ae.ge.com", "!"]),
+    ("(www.x.org/a_b) and https://t.co/xyz, ok", ["(", "www.x.org/a_b", ")", "and", "https://t.co/xyz", ",", "ok"]),
+    ('She said, "I love it here!"', ["She", "said", ",", '"', "I", "love", "it", "here", "!", '"']),
+    ("Yes. ?", ["Yes", ".", "?"]),
+    ("Mr. Smith met J. Doe in the U.S. at No. 1. Costs: 3,000.50 at 10:30, 1/2 off, 555-1234.",
+     ["Mr.", "Smith", "met", "J.", "Doe", "in", "the", "U.S.", "at", "No.", "1.", "Costs", ":", "3,000.50", "at",
+      "10:30", ",", "1/2", "off", ",", "555-1234", "."]),
+], ids=["addresses", "addresses-in-brackets", "quotes-as-written", "inner-period", "abbreviations-and-numbers"])
+def test_words_as_the_text_writes_them(text, expected):
+    words, offsets = tokenize_with_offsets(text)
+    assert words == expected and [text[start:end] for start, end in offsets] == expected
 
 
 def test_offsets_point_at_the_words_with_typographic_punctuation_too():
@@ -231,10 +263,8 @@ def test_offsets_of_every_ewt_dev_sentence():
 def test_quoted_word_offsets():
     text = 'He said "no," then \'\'yes\'\'.'
     words, offsets = tokenize_with_offsets(text)
-    assert words == ["He", "said", "``", "no", ",", "''", "then", "``", "yes", "''", "."]
-    assert [text[start:end] for start, end in offsets] == ["He", "said", '"', "no", ",", '"', "then", "''", "yes"] + [
-        "''", "."
-    ]
+    assert words == ["He", "said", '"', "no", ",", '"', "then", "''", "yes", "''", "."]  # as written: FORM is the text
+    assert [text[start:end] for start, end in offsets] == words
 
 
 # (text, words): typographic punctuation splits where its ASCII form would; each word keeps its characters.
@@ -267,6 +297,10 @@ SENTENCE_CASES = [
     ("Dogs bark. Cats meow loudly.", ["Dogs bark.", "Cats meow loudly."]),
     ("Hello world", ["Hello world"]),
     ("Really?! Yes... I think so!", ["Really?!", "Yes...", "I think so!"]),
+    # Informal text starts sentences in lower case: after ? or ! (not a quotation's), or a plain word's period.
+    ("thanks. i will come. really? no way! ok", ["thanks.", "i will come.", "really?", "no way!", "ok"]),
+    ('"Why?" she asked. The list, etc. and more. Wait... and then 3.5 cm. it grows',
+     ['"Why?" she asked.', "The list, etc. and more.", "Wait... and then 3.5 cm. it grows"]),
     # Abbreviations, dotted abbreviations and initials do not end a sentence before a capitalised word.
     ("Mr. Smith met Dr. Jones. They talked.", ["Mr. Smith met Dr. Jones.", "They talked."]),
     ("J. R. Smith left at 5 p.m. Monday. He ran.", ["J. R. Smith left at 5 p.m. Monday.", "He ran."]),
@@ -314,6 +348,6 @@ def test_sentences_are_ordered_stripped_and_cover_every_character():
 def test_a_byte_order_mark_is_neither_a_word_nor_part_of_one_and_offsets_still_point_into_the_text():
     text = "\ufeffThe dog barked. It ran."
     words, offsets = tokenize_with_offsets(text)
-    assert words == ["The", "dog", "barked.", "It", "ran", "."] and offsets[0] == (1, 4)
+    assert words == ["The", "dog", "barked", ".", "It", "ran", "."] and offsets[0] == (1, 4)
     assert [text[start:end] for start, end in offsets] == words
     assert sentence_offsets(text) == [(1, 16), (17, 24)]

@@ -11,8 +11,8 @@ on whitespace. The ORDER of the rules matters: later rules look at spaces and ch
 or left alone, so the sequence below mirrors nltk's exactly (tests/pipelines/test_word_tokenization.py checks it).
 
 For raw text the pipeline uses two functions built on it: `sentence_offsets` (a rule-based English sentence
-splitter) and `tokenize_with_offsets` (the same words, each with its character offsets in the text, typographic
-punctuation split as its ASCII form).
+splitter) and `tokenize_with_offsets` (the same split, each word as the text writes it with its character offsets,
+typographic punctuation split as its ASCII form, web and e-mail addresses whole).
 """
 
 import re
@@ -109,6 +109,14 @@ _ASCII_FORMS = {
 _TYPOGRAPHIC = re.compile(f"[{re.escape(''.join(_ASCII_FORMS))}]")
 
 
+# A web address (with its scheme or www.) or an e-mail address, without the punctuation that may end a sentence
+# after it.
+WEB_OR_EMAIL = re.compile(
+    r"(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)[^\s<>\"]*[^\s<>\".,;:!?'()\[\]{}]"
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-zA-Z]{2,}"
+)
+
+
 def _ascii_copy(text: str) -> tuple[str, list[int]]:
     """`text` with each typographic character in its ASCII form, and for each character of the copy the index of the
     character of `text` it comes from."""
@@ -123,17 +131,18 @@ def _ascii_copy(text: str) -> tuple[str, list[int]]:
 
 
 def tokenize_with_offsets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """The PTB words of `text` (as `word_tokenize` gives them for ASCII text), and the `[start, end)` character
-    offsets of each in `text`.
-
-    `text[start:end]` is the word itself, except for the `` and '' that an ASCII '"' becomes. Typographic punctuation
-    (“ ” ‘ ’ „ « » ‹ › … – — and fullwidth ！ ？ ...) splits as its ASCII form does and stays as it is written:
-    `“Quotes” don’t` gives `“`, `Quotes`, `”`, `do`, `n’t`.
+    """The words of `text` split as `word_tokenize` splits ASCII text, each as the text writes it (so that the text
+    can be rebuilt from them: a '"' stays '"', where `word_tokenize` writes `` or ''), and the `[start, end)`
+    character offsets of each in `text`: `text[start:end]` is the word. Typographic punctuation (“ ” ‘ ’ „ « » ‹ › …
+    – — and fullwidth ！ ？ ...) splits as its ASCII form does: `“Quotes” don’t` gives `“`, `Quotes`, `”`, `do`,
+    `n’t`. A web or e-mail address is one word, as UD English-EWT writes it (`WEB_OR_EMAIL`).
 
     >>> tokenize_with_offsets('He said "no."')
-    (['He', 'said', '``', 'no', '.', "''"], [(0, 2), (3, 7), (8, 9), (9, 11), (11, 12), (12, 13)])
+    (['He', 'said', '"', 'no', '.', '"'], [(0, 2), (3, 7), (8, 9), (9, 11), (11, 12), (12, 13)])
     """
     copy, origin = _ascii_copy(text)
+    # An address is seen by the rules as one plain word of its length, so that no rule splits it.
+    copy = WEB_OR_EMAIL.sub(lambda match: "x" * len(match[0]), copy)
     words, offsets = [], []
     position = 0
     for token in word_tokenize(copy):
@@ -149,10 +158,27 @@ def tokenize_with_offsets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
         else:  # the rules above never do this; wrong offsets would be worse than an error
             raise ValueError(f"cannot align the word {token!r} with character {origin[position]} of {text!r}")
         start, end = origin[position], origin[position + length - 1] + 1
-        words.append(token if text[start:end] == copy[position : position + length] else text[start:end])
+        words.append(text[start:end])
         offsets.append((start, end))
         position += length
-    return words, offsets
+    return split_inner_periods(words, offsets)
+
+
+def split_inner_periods(words: list[str], offsets: list[tuple[int, int]]) -> tuple[list, list]:
+    """`word_tokenize` splits off only the text's last period; a period ending any other word is split off too
+    (`Yes. ?` gives `Yes`, `.`, `?`; so does an address before a period), unless it belongs to the word: an
+    abbreviation, an initial, a dotted abbreviation or a number (`ABBREVIATIONS`, `U.S.`, `J.`, a list's `1.`)."""
+    split_words, split_offsets = [], []
+    for index, (word, (start, end)) in enumerate(zip(words, offsets)):
+        stem = word[:-1]
+        inner = index < len(words) - 1 and word.endswith(".") and stem and not stem.endswith(".")
+        if inner and not _keeps_period(stem):
+            split_words += [stem, "."]
+            split_offsets += [(start, end - 1), (end - 1, end)]
+        else:
+            split_words.append(word)
+            split_offsets.append((start, end))
+    return split_words, split_offsets
 
 
 # -- Sentences ------------------------------------------------------------------------------------------------------
@@ -175,39 +201,52 @@ _HAS_WORD_CHARACTER = re.compile(r"\w")
 ABBREVIATIONS = frozenset(
     "mr mrs ms mx dr prof sr jr st mt rev hon gen col capt lt sgt cpl adm gov sen rep pres supt insp "
     "messrs mme mlle inc corp ltd co bros vs etc al approx dept univ assn ave blvd rd ft "
-    "no nos vol vols fig figs ch sec pp p ed eds est jan feb mar apr jun jul aug sep sept oct nov dec".split()
+    "no nos vol vols fig figs ch sec pp p ed eds est jan feb mar apr jun jul aug sep sept oct nov dec "
+    "esp cf ca et incl misc tel ext yr yrs hr hrs spec rec mm cm km mg kg ml lb lbs oz".split()
 )
 _DOTTED_ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
 
 
+def _keeps_period(word: str) -> bool:
+    """Whether `word` + "." is an abbreviation (a known one, a dotted one, an initial other than "I") or a number."""
+    initial = len(word) == 1 and word.isupper() and word != "I"
+    return initial or word.isdigit() or word.lower() in ABBREVIATIONS or bool(_DOTTED_ABBREVIATION.fullmatch(word))
+
+
 def _ends_sentence(text: str, match: re.Match, paragraph_end: int) -> bool:
     """Whether the candidate `match` of `_CANDIDATE_END` ends a sentence (in a paragraph ending at `paragraph_end`)."""
-    word, terminators, _ = match.groups()
+    word, terminators, closers = match.groups()
     following = _NEXT_WORD.match(text, match.end(), paragraph_end).group(1)
     if not following:
         return True
-    if following.islower() or (terminators == "." and following.isdigit()):
+    if terminators == "." and following.isdigit():
         return False
+    word = word.lstrip(_OPENERS)
+    if following.islower():  # informal text starts sentences in lower case too, but not after a quotation
+        if closers:  # "Why?" she asked.
+            return False
+        if terminators == ".":  # after a plain word, not an abbreviation (etc. and) nor a name's period (D.C. is)
+            return word.isalpha() and len(word) > 1 and not _keeps_period(word)
+        return not any(mark in terminators for mark in ".\u2026")  # ? or !; an ellipsis pauses (wait... and)
     if terminators != ".":
         return True
-    word = word.lstrip(_OPENERS)
-    initial = len(word) == 1 and word.isupper() and word != "I"
-    return not (initial or word.lower() in ABBREVIATIONS or _DOTTED_ABBREVIATION.fullmatch(word))
+    return not (_keeps_period(word) and not word.isdigit())
 
 
 def sentence_offsets(text: str) -> list[tuple[int, int]]:
     """The `[start, end)` character offsets of the sentences of `text`, in order, without surrounding whitespace.
 
     Rule-based, for English. A sentence ends at a run of . ! ? … (also ?!, ..., !!, fullwidth ！ ？), with the closing
-    quotes and brackets right after it, when whitespace and then a word that does not start with a lowercase letter
-    follow (a digit too, after a period), and not after a period ending a known abbreviation (Mr. Dr. Inc. etc. vs.
-    ...: `ABBREVIATIONS`), a dotted one (U.S. e.g. a.m.) or an initial (J. Smith). A blank line always ends one; a
-    single newline is a space. A piece without a letter or digit (a stray "..." or "--") joins its neighbour.
+    quotes and brackets right after it, when whitespace and then a word follow, and not after a period ending a known
+    abbreviation (Mr. Dr. Inc. etc. vs. ...: `ABBREVIATIONS`), a dotted one (U.S. e.g. a.m.) or an initial (J.
+    Smith). Before a digit a period ends nothing (No. 5, p. 12); before a lowercase word (informal text: "thanks. i
+    will", "really? no") a ? or ! ends one unless a closing quote follows it ("Why?" she asked), a single period ends
+    one after a plain word of two letters or more, and an ellipsis never does. A blank line always ends one; a single
+    newline is a space. A piece without a letter or digit (a stray "..." or "--") joins its neighbour.
 
     Not handled: a sentence that ends with an abbreviation or an initial is not split there before a capitalised word
-    (moved to the U.S. He left), nor before a lowercase start (web text: "thanks. i will"); a terminator with no
-    space after it (end.Next) ends nothing; a sentence without a terminator ends only at a blank line; no list
-    markers, headings or emoticons are recognised.
+    (moved to the U.S. He left); a terminator with no space after it (end.Next) ends nothing; a sentence without a
+    terminator ends only at a blank line; no list markers, headings or emoticons are recognised.
     """
     ends = []
     paragraph_start = 0
