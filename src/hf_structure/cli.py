@@ -355,13 +355,13 @@ class _Writer:
             save_svg(parse, path)
 
 
-def _progress(args, total: int | None, unit: str):
-    """A progress bar on standard error for `--input`: shown where standard error is a terminal (tqdm's own
-    choice), always with --progress, never with --no-progress or for sentences given as arguments."""
+def _progress(args, total: int | None, unit: str, command: str = "parse"):
+    """A progress bar on standard error for `parse --input` and `evaluate`: shown where standard error is a terminal
+    (tqdm's own choice), always with --progress, never with --no-progress or for sentences given as arguments."""
     from tqdm import tqdm
 
-    show = args.progress if args.input else False
-    return tqdm(total=total, unit=unit, desc="hf-structure parse", file=sys.stderr, dynamic_ncols=True,
+    show = args.progress if command == "evaluate" or args.input else False
+    return tqdm(total=total, unit=unit, desc=f"hf-structure {command}", file=sys.stderr, dynamic_ncols=True,
                 disable=None if show is None else not show)
 
 
@@ -510,8 +510,9 @@ def _check_record_folder(model_path: str) -> None:
 def _evaluate(args) -> None:
     """Print the scores as one JSON line; with `--record`, then write them into the model's folder (so that a
     record that cannot be written loses no score)."""
+    from .data.conllu_format import read_conllu
     from .data.treebanks import TreebankFormatError, read_treebank
-    from .evaluation.scoring import evaluate_baseline, evaluate_model
+    from .evaluation.scoring import evaluate_baseline, evaluate_model, parse_passes
 
     try:
         gold = read_treebank(args.treebank)
@@ -542,15 +543,25 @@ def _evaluate(args) -> None:
             raise _fail("evaluate", f"--lm-text: {args.lm_text}: not UTF-8 (byte {error.start})") from None
         except (FileNotFoundError, ValueError) as error:
             raise _fail("evaluate", f"--lm-text: {error}") from None
+    conllu = Path(args.treebank).suffix == ".conllu"
+    all_words = conllu and getattr(model.config, "punctuation_policy", "keep") == "keep"
+    # Scored without punctuation, a CoNLL-U sentence of punctuation alone has no word left (`read_treebank`).
+    punctuation_alone = len(read_conllu(args.treebank)) - len(gold) if conllu else 0
+    sentences = len(gold) + (punctuation_alone if all_words else 0)
     try:
-        if Path(args.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep":
-            from .evaluation.scoring import evaluate_on_conllu
+        with _progress(args, sentences * parse_passes(model, all_words), "sentence", "evaluate") as progress:
+            if all_words:
+                from .evaluation.scoring import evaluate_on_conllu
 
-            scores = evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size, args.threads)
-        else:
-            scores = evaluate_model(model, tokenizer, gold, args.batch_size, args.threads)
+                scores = evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size, args.threads,
+                                            progress.update)
+            else:
+                scores = evaluate_model(model, tokenizer, gold, args.batch_size, args.threads, progress.update)
     except ValueError as error:  # no sentence the model can parse
         raise _fail("evaluate", f"{args.treebank}: {error}") from None
+    if punctuation_alone and not all_words:
+        print(f"hf-structure evaluate: {punctuation_alone} sentences of punctuation alone are not scored (scoring "
+              "without punctuation leaves them no word)", file=sys.stderr)
     scores = {"parser": args.model, **scores}
     # Sentences the model cannot parse (too long, a word with a space) are left out of the scores, as `parse` keeps
     # going past them: each is named here, and the JSON counts them.
@@ -702,6 +713,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--batch-size", type=_count, default=64, metavar="N",
                           help="sentences the model parses at once (default 64)")
     evaluate.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: cpu)")
+    evaluate.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                          help="a progress bar of the sentences parsed, on standard error (default: where it is a "
+                               "terminal)")
     evaluate.add_argument("--threads", type=_count, metavar="N", help=THREADS_HELP)
     models = commands.add_parser("models", help="list the bundled models: name, model type, size, headline scores "
                                  "(from each folder's hf_structure_eval.json) and folder")

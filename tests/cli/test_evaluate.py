@@ -277,3 +277,30 @@ def test_cli_evaluate_reports_both_perplexity_protocols(tmp_path, capsys):
     (tmp_path / "unknown.txt").write_text("zebra yak\n", encoding="utf-8")
     with pytest.raises(SystemExit, match=f"^hf-structure evaluate: --lm-text: {tmp_path / 'unknown.txt'}: no word"):
         main(["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(tmp_path / "unknown.txt")])
+
+
+def test_cli_evaluate_says_how_many_sentences_of_punctuation_alone_it_leaves_out(tmp_path, capsys):
+    from tests.helpers.tiny_models import save_tiny_model
+
+    folder = save_tiny_model(tmp_path / "tiny")  # trained without punctuation: scored without it
+    rows = ["1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_", "2\tdog\t_\tNOUN\t_\t_\t0\troot\t_\t_", "3\t.\t_\tPUNCT\t_\t_\t2\tpunct\t_\t_"]
+    path = tmp_path / "gold.conllu"
+    path.write_text("\n".join(rows) + "\n\n1\t!\t_\tPUNCT\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    capsys.readouterr()  # what saving the tiny model printed
+    main(["evaluate", "--model", str(folder), "--treebank", str(path)])
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["sentences"] == 1
+    assert captured.err == ("hf-structure evaluate: 1 sentences of punctuation alone are not scored (scoring without "
+                            "punctuation leaves them no word)\n")
+
+
+def test_cli_evaluate_progress_counts_every_parse_pass(hand_treebank, tmp_path, capsys):
+    from tests.helpers.tiny_models import save_tiny_model
+
+    folder = save_tiny_model(tmp_path / "tiny")
+    capsys.readouterr()
+    main(["evaluate", "--model", str(folder), "--treebank", str(hand_treebank), "--progress"])
+    bar = capsys.readouterr().err.split("\r")[-1]
+    assert bar.startswith("hf-structure evaluate: 100%") and "4/4" in bar  # 2 sentences, default and argmax heads
+    main(["evaluate", "--model", str(folder), "--treebank", str(hand_treebank), "--no-progress"])
+    assert capsys.readouterr().err == ""

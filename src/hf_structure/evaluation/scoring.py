@@ -4,7 +4,7 @@ A model is scored through the parsing contract only (`model.parse(words, tokeniz
 scored words (punctuation already removed, as the scoring conventions of the data README require).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -57,7 +57,8 @@ def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
 @torch.no_grad()
 def parse_word_lists(
     model, tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64, num_threads: int | None = None,
-    names: Sequence[str] | None = None, skip_unparsable: bool = False, **options,
+    names: Sequence[str] | None = None, skip_unparsable: bool = False, on_batch: Callable[[int], None] | None = None,
+    **options,
 ) -> list:
     """`model.parse` over pre-split sentences, batched by length; results in input order. `options` go to `parse`
     (e.g. `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`).
@@ -66,7 +67,8 @@ def parse_word_lists(
 
     A sentence the model cannot parse (a word that is empty or holds whitespace, too long: the pipeline's checks,
     or a ValueError from `parse`) raises a ValueError naming it by `names` (default `sentence <k>`, from 1); with
-    `skip_unparsable`, its result is `{"words": ..., "error": "<name>: <why>"}` instead and the others are parsed."""
+    `skip_unparsable`, its result is `{"words": ..., "error": "<name>: <why>"}` instead and the others are parsed.
+    `on_batch(k)` is called after each batch of k sentences (a progress bar's `update`)."""
     check_options(model, options)
     names = names or [f"sentence {number}" for number in range(1, len(sentences) + 1)]
     results: list[dict | None] = [None] * len(sentences)
@@ -88,6 +90,14 @@ def parse_word_lists(
             continue
         parsable.append(index)
     order = sorted(parsable, key=lambda i: len(sentences[i]))
+
+    def parse_alone(index: int) -> dict | None:
+        try:
+            return model.parse([list(sentences[index])], tokenizer, **options)[0]
+        except ValueError as error:  # in a batch of one, the model's own index is always 0
+            refuse(index, f"{names[index]}: {str(error).removeprefix('sentence 0: ')}")
+            return None
+
     was_training = model.training
     model.eval()
     try:
@@ -97,14 +107,12 @@ def parse_word_lists(
                 try:
                     parsed = model.parse([list(sentences[i]) for i in indices], tokenizer, **options)
                 except ValueError:  # the model names a position in the batch: find the sentence and name it
-                    for index in indices:
-                        try:
-                            results[index] = model.parse([list(sentences[index])], tokenizer, **options)[0]
-                        except ValueError as error:  # in a batch of one, the model's own index is always 0
-                            refuse(index, f"{names[index]}: {str(error).removeprefix('sentence 0: ')}")
-                    continue
+                    parsed = [parse_alone(index) for index in indices]
                 for index, parse in zip(indices, parsed):
-                    results[index] = parse
+                    if parse is not None:
+                        results[index] = parse
+                if on_batch is not None:
+                    on_batch(len(indices))
     finally:
         model.train(was_training)
     return results
@@ -125,14 +133,17 @@ def alternative_tree_decodings(model) -> list[str]:
 
 
 def evaluate_model(
-    model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64, num_threads: int | None = None
+    model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64, num_threads: int | None = None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> dict:
     """Scores with the model's default decodings, plus `<score>_<method>` for each alternative head decoding
-    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...). `num_threads`: as `parse_word_lists`. A sentence
-    the model cannot parse is left out of every score and named in `skipped` (see `parsed_sentences`)."""
+    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...). `num_threads`, `on_batch`: as
+    `parse_word_lists` (`parse_passes` passes over the sentences in all). A sentence the model cannot parse is left
+    out of every score and named in `skipped` (see `parsed_sentences`)."""
     names = [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
     gold, parses, skipped = parsed_sentences(
-        gold, parse_word_lists(model, tokenizer, [g.words for g in gold], batch_size, num_threads, names, True)
+        gold, parse_word_lists(model, tokenizer, [g.words for g in gold], batch_size, num_threads, names, True,
+                               on_batch)
     )
     words = [g.words for g in gold]
     scores = score_parses(gold, parses)
@@ -141,7 +152,8 @@ def evaluate_model(
         ("tree_decoding", "spans", alternative_tree_decodings(model)),
     ):
         for method in methods:
-            parses = parse_word_lists(model, tokenizer, words, batch_size, num_threads, **{option: method})
+            parses = parse_word_lists(model, tokenizer, words, batch_size, num_threads, on_batch=on_batch,
+                                      **{option: method})
             alternative = score_parses(gold, [{structure: p[structure]} for p in parses], suffix=f"_{method}")
             scores.update({key: value for key, value in alternative.items() if key != "sentences"})
     return {**scores, "skipped": skipped} if skipped else scores
@@ -184,11 +196,18 @@ ALL_WORDS_SCORING = (
 )
 
 
-def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads: int | None = None) -> dict:
+def parse_passes(model, conllu: bool = False) -> int:
+    """How many times `evaluate_model` (or, `conllu`, `evaluate_on_conllu`) parses every sentence: once with the
+    model's defaults, once per alternative decoding."""
+    return 1 + len(alternative_decodings(model)) + (0 if conllu else len(alternative_tree_decodings(model)))
+
+
+def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads: int | None = None,
+                       on_batch: Callable[[int], None] | None = None) -> dict:
     """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
     are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with
     each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...). `num_threads`: as
-    `parse_word_lists`. A sentence the model cannot parse is left out and named in `skipped`, as by
+    `parse_word_lists`, as `on_batch`. A sentence the model cannot parse is left out and named in `skipped`, as by
     `evaluate_model`."""
     import time
 
@@ -198,7 +217,8 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads
     sentences = read_conllu(path)
     names = [f"sentence {number} ({path}:{s['line']})" for number, s in enumerate(sentences, 1)]
     start = time.perf_counter()
-    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, names, True)
+    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, names, True,
+                              on_batch)
     seconds = time.perf_counter() - start
     sentences, parses, skipped = parsed_sentences(sentences, parses)
     scores = score_all_words(sentences, parses)
@@ -212,7 +232,8 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
     for method in alternative_decodings(model):
         parses = parse_word_lists(
-            model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, head_decoding=method
+            model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, on_batch=on_batch,
+            head_decoding=method,
         )
         alternative = score_all_words(sentences, parses)
         scores.update({f"{key}_{method}": value for key, value in alternative.items() if key != "sentences"})

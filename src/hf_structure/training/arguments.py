@@ -44,11 +44,14 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type
     if not isinstance(recipe, recipe_kind):
         raise ValueError(f"model type {model_type!r} is not trained by this entry (its recipe is a "
                          f"{type(recipe).__name__}, not a {recipe_kind.__name__})")
-    parser = HfArgumentParser((*shared, recipe.arguments), prog=prog)
+    # `--help` lists the model's own options before the Trainer's hundreds (the last of `shared`); the dataclasses
+    # still come back as documented: `shared`, then the recipe's.
+    parser = HfArgumentParser((*shared[:-1], recipe.arguments, shared[-1]), prog=prog)
     if from_file:
         parsed = parser.parse_dict(values)
     else:
         parsed = parser.parse_args_into_dataclasses(argv)
+    parsed = [*parsed[: len(shared) - 1], parsed[-1], parsed[len(shared) - 1]]
     if any(getattr(arguments, "max_steps", None) == 0 for arguments in parsed):  # Trainer would run one step at rate 0
         parser.error("--max_steps 0 trains nothing: give a positive number of steps, or leave it out to train for "
                      "--num_train_epochs")
