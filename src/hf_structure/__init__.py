@@ -21,6 +21,11 @@ _PARSING_CARD_METRICS = (
     CardMetric("uuas", "UUAS", "Undirected unlabelled attachment score"),
 )
 
+# Where the language models' perplexities are measured, and how the masked ones are reported on the Hub.
+_PTB_LM_TEST = {"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"}
+_MASKED_LM_PERPLEXITY = {"task_type": "fill-mask", "task_name": "Masked language modelling", "dataset": _PTB_LM_TEST,
+                         "lower_is_better": True, "metric_type": "perplexity"}
+
 register_model(
     ModelSpec(
         config_class=StructFormerConfig,
@@ -38,22 +43,14 @@ register_model(
                 "mlm_ppl_test",
                 "MLM perplexity (PTB test) ↓",
                 "Masked-LM perplexity (30% of words replaced by <mask>, seed 0, calibration per sentence)",
-                task_type="fill-mask",
-                task_name="Masked language modelling",
-                dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},
-                lower_is_better=True,
-                metric_type="perplexity",
+                **_MASKED_LM_PERPLEXITY,
             ),
             CardMetric(
                 "mlm_ppl_paper_test",
                 "MLM perplexity, paper's protocol (PTB test) ↓",
                 "Masked-LM perplexity under the StructFormer authors' protocol (length-sorted batches of >= 4,096 "
                 "tokens, calibration per batch), mean over mask seeds",
-                task_type="fill-mask",
-                task_name="Masked language modelling",
-                dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},
-                lower_is_better=True,
-                metric_type="perplexity",
+                **_MASKED_LM_PERPLEXITY,
             ),
         ),
         card_tags=("structformer", "unsupervised-parsing", "constituency-parsing", "dependency-parsing",
@@ -105,7 +102,7 @@ register_model(
                 "Bidirectional LM pseudo-perplexity (left and right contexts encoded as separate sentences)",
                 task_type="fill-mask",
                 task_name="Language modelling",
-                dataset={"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov et al.)", "split": "test"},
+                dataset=_PTB_LM_TEST,
                 lower_is_better=True,
                 metric_type="perplexity",
             ),
