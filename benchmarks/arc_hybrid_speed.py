@@ -16,13 +16,14 @@ import argparse
 import random
 import sys
 import time
-from pathlib import Path
 
 import torch
 
 from hf_structure.hub.records import cpu_flags, machine_description
 from hf_structure.structs.arc_hybrid import minimal_feature_dp, stack_size_dp
 from hf_structure.structs.decoding import eisner
+
+from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
 
 
 def flag_summary() -> str:
@@ -65,7 +66,7 @@ def parser_speed(name: str, batch_size: int) -> None:
     from hf_structure.data.conllu_format import read_conllu
     from hf_structure.evaluation.scoring import parse_word_lists
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "ud-english-ewt" / "en_ewt-ud-test.conllu"
+    data = DATA_DIR / "ud-english-ewt" / "en_ewt-ud-test.conllu"
     if not data.is_file():
         print(f"parser: {data} not found, skipped")
         return

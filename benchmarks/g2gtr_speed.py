@@ -36,8 +36,10 @@ from pathlib import Path
 
 import torch
 
+from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
-EWT = ROOT.parent / "shared" / "data" / "ud-english-ewt" / "en_ewt-ud-{}.conllu"
+EWT = DATA_DIR / "ud-english-ewt" / "en_ewt-ud-{}.conllu"
 PIPELINE_MODELS = ("g2gtr-ewt", "arc-hybrid-ewt")
 WARMUP_SENTENCES = 8
 

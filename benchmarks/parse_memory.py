@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_EWT = Path(os.environ.get("HF_STRUCTURE_DATA", ROOT.parent / "shared" / "data")) / "ud-english-ewt"
+from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
+
+DEFAULT_EWT = DATA_DIR / "ud-english-ewt"
 
 
 def ewt_texts(folder: Path) -> list[str]:

@@ -22,10 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 if importlib.util.find_spec("hf_structure") is None:  # not installed: use the source tree (src layout)
     sys.path.insert(0, str(ROOT / "src"))
-DEFAULT_TREEBANK = ROOT.parent / "shared" / "data" / "ptb-sample" / "dev"
+DEFAULT_TREEBANK = DATA_DIR / "ptb-sample" / "dev"
 
 import torch  # noqa: E402
 

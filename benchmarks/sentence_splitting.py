@@ -25,8 +25,10 @@ import platform
 import time
 from pathlib import Path
 
+from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TREEBANK = ROOT.parent / "shared" / "data" / "ud-english-ewt" / "en_ewt-ud-dev.conllu"
+DEFAULT_TREEBANK = DATA_DIR / "ud-english-ewt" / "en_ewt-ud-dev.conllu"
 SPLITTER_MODULE = ROOT / "src" / "hf_structure" / "pipelines" / "word_tokenization.py"
 
 

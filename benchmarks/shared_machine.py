@@ -31,10 +31,12 @@ import sys
 import time
 from pathlib import Path
 
+from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
 if importlib.util.find_spec("hf_structure") is None:  # not installed: use the source tree (src layout)
     sys.path.insert(0, str(ROOT / "src"))
-DEFAULT_INPUT = ROOT.parent / "shared" / "data" / "ud-english-ewt" / "en_ewt-ud-dev.conllu"
+DEFAULT_INPUT = DATA_DIR / "ud-english-ewt" / "en_ewt-ud-dev.conllu"
 MODELS = ("structformer-ptb", "arc-hybrid-ewt", "g2gtr-ewt")
 WARMUP_LINES = 8
 BUSY_LIMIT = 4  # a busy run this many times slower than idle has failed the 2x mark anyway
