@@ -4,6 +4,7 @@ Importing the package registers its models with the Auto classes (through `regis
 `unsupervised-parsing` pipeline task, and lets `transformers.pipeline` accept the bundled short names.
 """
 
+from .data.gold import TreebankFormatError
 from .models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
 from .models.g2gtr import G2GTrConfig, G2GTrForParsing
 from .models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
@@ -137,15 +138,6 @@ from . import pipelines  # noqa: E402,F401  (registers the task; needs the model
 from .bundled import ModelFolderError  # noqa: E402
 from .extras import MissingExtraError  # noqa: E402
 from .pipelines.unsupervised_parsing import SentenceError, UnsupportedOptionError  # noqa: E402
-
-
-def __getattr__(name: str):
-    # TreebankFormatError's module reads PTB trees with nltk, which `import hf_structure` and parsing never need.
-    if name == "TreebankFormatError":
-        from .data.treebanks import TreebankFormatError
-
-        return TreebankFormatError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

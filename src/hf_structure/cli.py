@@ -142,7 +142,7 @@ def _opened_input(path: str):
 def _units(lines: Iterable[str], input_format: str, pretokenized: bool, name: str) -> Iterator[_Unit]:
     if input_format == "conllu":
         from .data.conllu_format import read_conllu_sentences
-        from .data.treebanks import TreebankFormatError
+        from .data.gold import TreebankFormatError
 
         try:
             for number, sentence in enumerate(read_conllu_sentences(lines, name), start=1):
@@ -511,7 +511,8 @@ def _evaluate(args) -> None:
     """Print the scores as one JSON line; with `--record`, then write them into the model's folder (so that a
     record that cannot be written loses no score)."""
     from .data.conllu_format import read_conllu
-    from .data.treebanks import TreebankFormatError, read_treebank
+    from .data.gold import TreebankFormatError
+    from .data.treebanks import read_treebank
     from .evaluation.scoring import evaluate_baseline, evaluate_model, parse_passes
 
     try:

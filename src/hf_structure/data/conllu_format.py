@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..structs.trees import check_heads
-from .treebanks import GoldSentence, TreebankFormatError, content_heads
+from .gold import GoldSentence, TreebankFormatError, content_heads
 
 UNIVERSAL_PUNCTUATION = frozenset({"PUNCT"})
 

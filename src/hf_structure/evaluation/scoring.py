@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ..data.treebanks import EVALUATED_LABELS, GoldSentence, read_treebank
+from ..data.conllu_format import read_conllu
+from ..data.gold import GoldSentence, content_heads
+from ..data.treebanks import EVALUATED_LABELS, read_treebank
 from ..pipelines.unsupervised_parsing import check_options, check_words, parse_length_error
 from ..structs.trees import heads_are_tree
 from ..threads import parsing_threads
@@ -210,9 +212,6 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads
     `parse_word_lists`, as `on_batch`. A sentence the model cannot parse is left out and named in `skipped`, as by
     `evaluate_model`."""
     import time
-
-    from ..data.conllu_format import read_conllu
-    from ..data.treebanks import content_heads
 
     sentences = read_conllu(path)
     names = [f"sentence {number} ({path}:{s['line']})" for number, s in enumerate(sentences, 1)]

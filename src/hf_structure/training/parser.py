@@ -11,7 +11,7 @@ from datasets import Dataset
 from transformers import TrainingArguments, set_seed
 
 from ..data.conllu_format import read_conllu
-from ..data.treebanks import TreebankFormatError
+from ..data.gold import TreebankFormatError
 from ..registry import model_spec
 from . import ParserTraining
 from .arguments import TrainingDataError, apply_config_overrides, parse_arguments
