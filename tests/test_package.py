@@ -1,4 +1,4 @@
-"""What the package promises as a package: one version (pyproject reads `hf_structure.__version__`, the installed
+"""What the package promises as a package: one version (pyproject reads `hf_structure.version`, the installed
 metadata and `hf-structure --version` agree), its error types at the top level, `py.typed` shipped."""
 
 import importlib.metadata
@@ -18,7 +18,7 @@ PUBLIC_ERRORS = ("SentenceError", "UnsupportedOptionError", "TreebankFormatError
 def test_the_version_has_one_source_that_the_metadata_and_the_command_agree_with(capsys):
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "hf_structure.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "hf_structure.version.__version__"}
     assert importlib.metadata.version("hf_structure") == hf_structure.__version__
     with pytest.raises(SystemExit) as ended:
         cli.main(["--version"])

@@ -10,9 +10,7 @@ from .models.g2gtr import G2GTrConfig, G2GTrForParsing
 from .models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
 from .models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
 from .registry import CardMetric, ModelSpec, model_spec, register_model
-
-# The package's one version: pyproject.toml reads it (`[tool.setuptools.dynamic]`), `hf-structure --version` prints it.
-__version__ = "0.2.0"
+from .version import __version__
 
 # The scores every unsupervised parser's card reports: the gold PTB sample's UF1 and attachment scores.
 _PARSING_CARD_METRICS = (

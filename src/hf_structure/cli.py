@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import __version__, distributed
+from . import distributed
+from .version import __version__
 from .bundled import DEFAULT_MODEL, resolve_model_path
 from .cli_train_publish import (PUBLISH_COMMANDS, TRAINING_COMMANDS, add_train_publish_commands,
                                 run_publish_command, train)

@@ -74,7 +74,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     name `repo_id`, else `<org>/<name>` for the user to replace."""
     from huggingface_hub import ModelCard, ModelCardData
 
-    from .. import __version__
+    from ..version import __version__
 
     model_dir = Path(model_dir)
     spec = model_spec(read_json(model_dir / "config.json").get("model_type"))
