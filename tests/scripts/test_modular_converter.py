@@ -158,3 +158,11 @@ def test_a_stale_generated_file_is_listed(tmp_path):
     expected[0].path.write_text(expected[0].text + "# edited by hand\n")
     assert converter.stale_files(expected) == [expected[0]]
 
+
+def test_every_generated_file_of_the_package_is_current():
+    # Every model's modeling and configuration file, and the pipeline's, as the converter writes them from the
+    # modular sources today (the check `python scripts/modular_converter.py` makes).
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
