@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml packages/hf-structure-g2gtr-ewt/pyproject.toml packages
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
 	touch $(STAMP)
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test lint bench
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -27,6 +27,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# ruff's rules (pyproject.toml) over the code, and the generated Hub files against their modular sources.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests scripts benchmarks
+	$(PY) scripts/modular_converter.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/structformer_speed.py

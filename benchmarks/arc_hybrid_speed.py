@@ -18,12 +18,11 @@ import sys
 import time
 
 import torch
+from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
 
 from hf_structure.hub.records import cpu_flags, machine_description
 from hf_structure.structs.arc_hybrid import minimal_feature_dp, stack_size_dp
 from hf_structure.structs.decoding import eisner
-
-from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
 
 
 def flag_summary() -> str:

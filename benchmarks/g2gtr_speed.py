@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]

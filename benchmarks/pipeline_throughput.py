@@ -39,8 +39,8 @@ from hf_structure.hub.records import machine_description  # noqa: E402
 def build_random_model(folder: Path, sentences: list[list[str]], tiny: bool) -> Path:
     """Save an untrained StructFormer and its word tokenizer to `folder`: tiny over the benchmark's own words, or
     of the paper's size (8 layers, d 512, 8 heads, d_ff 2048) over the PTB train vocabulary."""
-    from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM
     from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM
 
     if tiny:
         tokenizer = build_word_tokenizer(" ".join(words) for words in sentences)

@@ -34,18 +34,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.helpers: the chart before issue 28, kept as the tests' reference
 
 import torch  # noqa: E402
-from tests.helpers.reference_r2d2 import (  # noqa: E402
-    chart_tree_spans,
-    encode_pruned_chart_by_word_spans,
-    reference_composition_transformer,
-)
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from hf_structure.data.text import ptb_lm_lines  # noqa: E402
 from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
 from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model, modeling_r2d2  # noqa: E402
 from hf_structure.structs.pruned_chart import encode_pruned_chart  # noqa: E402
-
+from tests.helpers.reference_r2d2 import (  # noqa: E402
+    chart_tree_spans,
+    encode_pruned_chart_by_word_spans,
+    reference_composition_transformer,
+)
 
 
 def chart_before(leaves, lengths, compose, choose_split, window, merge_order=None):

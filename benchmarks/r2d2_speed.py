@@ -19,13 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.helpers: the per-cell reference the tests check the chart against
 
 import torch  # noqa: E402
-from tests.helpers.reference_r2d2 import chart_tree_spans, pruned_chart_loop, tree_spans  # noqa: E402
 
 import hf_structure  # noqa: E402,F401
 from hf_structure.data.text import ptb_lm_lines  # noqa: E402
 from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
 from hf_structure.hub.records import cpu_flags, machine_description  # noqa: E402
 from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling  # noqa: E402
+from tests.helpers.reference_r2d2 import chart_tree_spans, pruned_chart_loop, tree_spans  # noqa: E402
 
 
 def flag_summary() -> str:

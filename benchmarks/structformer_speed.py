@@ -48,11 +48,11 @@ sys.path.insert(0, str(ROOT))  # tests.helpers.reference_structformer
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from tests.helpers.reference_structformer import cubic_parent_distribution, naive_dependency_distribution  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_leaves  # noqa: E402
 
 from hf_structure.models.structformer import modeling_structformer  # noqa: E402
+from tests.helpers.reference_structformer import cubic_parent_distribution, naive_dependency_distribution  # noqa: E402
 
 OURS = modeling_structformer.dependency_distribution
 

@@ -13,8 +13,8 @@ import pytest
 
 import hf_structure
 from hf_structure.bundled import DEFAULT_MODEL, bundled_checkpoints, resolve_model_path
-
 from tests.helpers.paths import ROOT
+
 BUNDLED = Path(resolve_model_path(DEFAULT_MODEL))
 # Scores of the bundled structformer-ptb's pipeline on the gold words of the first 300 sentences of ptb-sample/dev
 # (2026-11-26, the checkpoint as bundled, reading numbers as `<unk>` as its training did; with numbers read as `N`,

@@ -11,7 +11,6 @@ import pytest
 
 from hf_structure.bundled import ModelFolderError, check_model_folder, load_model_and_tokenizer
 from hf_structure.pipelines import TASK, load_parser
-
 from tests.helpers.tiny_models import save_tiny_model
 
 

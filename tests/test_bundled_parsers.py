@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from hf_structure.bundled import bundled_checkpoints
-
 from tests.helpers.remote_code import parse_without_hf_structure
 
 # Per parser: its package, a weight stored in half precision, and its scores on the first 200 sentences of EWT dev

@@ -6,12 +6,11 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 
 import pytest
+import tomllib
 
 from hf_structure import cli, extras
-
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import save_tiny_model
 

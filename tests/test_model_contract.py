@@ -10,7 +10,6 @@ import pytest
 
 from hf_structure import CardMetric, ModelSpec, register_model
 from hf_structure.data.tokenization import build_word_tokenizer
-
 from tests.helpers.paths import FIXTURES, ROOT
 from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
 

@@ -137,7 +137,6 @@ from .bundled import ModelFolderError  # noqa: E402
 from .extras import MissingExtraError  # noqa: E402
 from .pipelines.unsupervised_parsing import SentenceError, UnsupportedOptionError  # noqa: E402
 
-
 __all__ = [
     "ArcHybridConfig",
     "ArcHybridForParsing",

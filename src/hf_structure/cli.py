@@ -18,12 +18,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import distributed
-from .version import __version__
 from .bundled import DEFAULT_MODEL, resolve_model_path
-from .cli_train_publish import (PUBLISH_COMMANDS, TRAINING_COMMANDS, add_train_publish_commands,
-                                run_publish_command, train)
+from .cli_train_publish import (
+    PUBLISH_COMMANDS,
+    TRAINING_COMMANDS,
+    add_train_publish_commands,
+    run_publish_command,
+    train,
+)
 from .evaluation.baselines import BASELINES
 from .extras import MissingExtraError
+from .version import __version__
 
 if TYPE_CHECKING:
     from .data.conllu_format import ConlluSentence

@@ -14,7 +14,6 @@ from hf_structure.evaluation.baselines import baseline_parses, left_branching, r
 from hf_structure.evaluation.scoring import evaluate_baseline
 from hf_structure.evaluation.scoring import score_parses as score_pairs
 from hf_structure.structs.trees import check_heads
-
 from tests.helpers.hand_treebank import write_hand_treebank
 from tests.helpers.paths import ROOT
 
@@ -283,7 +282,8 @@ def test_cli_evaluate_says_how_many_sentences_of_punctuation_alone_it_leaves_out
     from tests.helpers.tiny_models import save_tiny_model
 
     folder = save_tiny_model(tmp_path / "tiny")  # trained without punctuation: scored without it
-    rows = ["1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_", "2\tdog\t_\tNOUN\t_\t_\t0\troot\t_\t_", "3\t.\t_\tPUNCT\t_\t_\t2\tpunct\t_\t_"]
+    rows = ["1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_", "2\tdog\t_\tNOUN\t_\t_\t0\troot\t_\t_",
+            "3\t.\t_\tPUNCT\t_\t_\t2\tpunct\t_\t_"]
     path = tmp_path / "gold.conllu"
     path.write_text("\n".join(rows) + "\n\n1\t!\t_\tPUNCT\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
     capsys.readouterr()  # what saving the tiny model printed

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from hf_structure.cli import main
-
 from tests.helpers.paths import FIXTURES, ROOT
 from tests.helpers.tiny_models import save_tiny_model
 
@@ -524,7 +523,6 @@ def dependency_model(tmp_path_factory) -> str:
 
     from hf_structure import CardMetric, ModelSpec, register_model
     from hf_structure.data.tokenization import build_word_tokenizer
-
     from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
 
     register_model(ModelSpec(config_class=TinyParserConfig, auto_classes={"AutoModel": TinyParserModel},

@@ -5,7 +5,6 @@ import torch
 
 from hf_structure.cli import main
 from hf_structure.models.structformer import StructFormerForMaskedLM, StructFormerModel
-
 from tests.helpers.hand_treebank import write_hand_treebank
 from tests.helpers.tiny_models import save_tiny_model
 

@@ -10,9 +10,9 @@ import pytest
 
 from hf_structure import cli
 from hf_structure.cli_train_publish import train
-
 from tests.helpers.tiny_models import CORPUS, save_tiny_model
 from tests.helpers.tiny_treebank import SENTENCES, conllu_text
+
 
 def current_umask() -> int:
     mask = os.umask(0)

@@ -10,8 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_structure.data.conllu_format import (comment_block, conllu_with_parse, parse_conllu, parse_to_conllu,
-                                              parses_to_conllu, read_conllu_sentences)
+from hf_structure.data.conllu_format import (
+    comment_block,
+    conllu_with_parse,
+    parse_conllu,
+    parse_to_conllu,
+    parses_to_conllu,
+    read_conllu_sentences,
+)
 from hf_structure.data.treebanks import TreebankFormatError
 from hf_structure.structs.trees import distances_heights_to_tree
 
@@ -43,8 +49,9 @@ def test_comment_blocks_keep_the_place_of_inputs_without_a_parse():
 
 
 def test_the_pipelines_results_as_conllu(tmp_path):
-    from tests.helpers.tiny_models import save_tiny_model
     from transformers import pipeline
+
+    from tests.helpers.tiny_models import save_tiny_model
 
     parser = pipeline("unsupervised-parsing", model=str(save_tiny_model(tmp_path / "tiny")))
     texts = parser(["The old man sat on the bench.", "a dog ran"], batch_size=2)  # a text gives a list of sentences

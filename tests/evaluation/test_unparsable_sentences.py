@@ -9,7 +9,6 @@ import pytest
 
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
-
 from tests.helpers.tiny_models import save_tiny_model
 
 GOOD = [["the", "old", "man", "sat"], ["a", "dog", "ran"]]

@@ -8,7 +8,6 @@ import torch
 
 from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.training import ParserTraining
-
 from tests.helpers.tiny_parser import TinyParserConfig
 
 

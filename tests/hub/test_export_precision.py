@@ -9,7 +9,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from hf_structure import cli
-
 from tests.helpers.remote_code import parse_without_hf_structure
 from tests.helpers.tiny_models import save_tiny_model
 

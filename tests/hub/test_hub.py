@@ -18,7 +18,6 @@ import pytest
 import torch
 
 from hf_structure import hub
-
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import save_tiny_model
 

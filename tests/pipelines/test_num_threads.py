@@ -6,7 +6,6 @@ import torch
 
 import hf_structure  # noqa: F401  (registers the task)
 from hf_structure.pipelines import unsupervised_parsing
-
 from tests.helpers.tiny_models import save_tiny_model
 
 WORDS = [["the", "old", "man", "sat"], ["a", "dog", "ran"]]

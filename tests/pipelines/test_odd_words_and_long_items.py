@@ -8,7 +8,6 @@ import torch
 
 from hf_structure.bundled import bundled_checkpoints
 from hf_structure.pipelines import TASK
-
 from tests.helpers.tiny_models import save_tiny_model
 
 PIECELESS = ["\u200b", "\u00ad", "\u0301"]  # zero-width space, soft hyphen, combining acute accent
@@ -33,7 +32,6 @@ def tiny_supervised(model_type, bert_folder):
     from hf_structure.models.arc_hybrid.training_arc_hybrid import ArcHybridTrainingArguments
     from hf_structure.models.g2gtr.training_g2gtr import G2GTrTrainingArguments
     from hf_structure.training.parser import new_parser
-
     from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
     torch.manual_seed(1)

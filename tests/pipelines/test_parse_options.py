@@ -17,7 +17,6 @@ from hf_structure import (
 )
 from hf_structure.cli import main
 from hf_structure.data.tokenization import build_word_tokenizer
-
 from tests.helpers.tiny_models import save_tiny_model
 from tests.helpers.tiny_treebank import DEPRELS
 

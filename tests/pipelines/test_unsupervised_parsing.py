@@ -7,7 +7,6 @@ import json
 import pytest
 
 from hf_structure import UnsupportedOptionError  # (importing hf_structure registers the task)
-
 from tests.helpers.tiny_models import save_tiny_model
 
 LIMIT = 16  # the tiny model's max_position_embeddings

@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from hf_structure.structs.arc_hybrid import LEFT, SHIFT, derivation_score, minimal_feature_dp
-
 from tests.helpers.arc_hybrid_derivations import all_derivations, stack_size_score
 
 
@@ -122,7 +121,7 @@ def test_projectivize_gives_a_projective_tree_and_keeps_projective_ones(seed):
     if is_projective(heads):
         assert lifted == heads
     else:  # lifting only moves dependents up to an ancestor of their head
-        for d, (old, new) in enumerate(zip(heads, lifted), start=1):
+        for old, new in zip(heads, lifted):
             while old != new and old != 0:
                 old = heads[old - 1]
             assert old == new

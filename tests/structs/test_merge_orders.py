@@ -16,7 +16,6 @@ from hf_structure.structs.merge_orders import (
 )
 from hf_structure.structs.pruned_chart import ChartEncoding
 from hf_structure.structs.trees import distances_to_spans
-
 from tests.helpers.binary_trees import binary_trees
 
 
@@ -65,7 +64,7 @@ def test_the_merge_order_of_split_scores_builds_their_top_down_tree_ties_include
     generator = torch.Generator().manual_seed(0)
     lengths = [7, 3, 1, 8, 2]
     n = max(lengths)
-    for trial in range(40):
+    for _ in range(40):
         # Small integers make ties common: the leftmost of equal splits is the higher node, as argmax splits.
         scores = torch.randint(0, 3, (len(lengths), n - 1), generator=generator).float()
         order = merge_order_from_split_scores(scores, torch.tensor(lengths))

@@ -157,7 +157,8 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     assert not torch.equal(model.structformer.embed_tokens.weight, before.structformer.embed_tokens.weight)
     tokenizer = AutoTokenizer.from_pretrained(tuned)
     assert tokenizer.convert_ids_to_tokens(tokenizer("The 5 Days")["input_ids"]) == ["the", "N", "days"]
-    parsed = pipeline("unsupervised-parsing", model=str(tuned))("Her blood pressure rose after 3 days.")[0]  # the text is one sentence
+    parser = pipeline("unsupervised-parsing", model=str(tuned))
+    parsed = parser("Her blood pressure rose after 3 days.")[0]  # the text is one sentence
     assert parsed["words"] == ["Her", "blood", "pressure", "rose", "after", "3", "days", "."]
     assert parsed["spans"][0] == [0, 8]
 
@@ -213,7 +214,8 @@ def test_an_r2d2_is_fine_tuned_on_new_text_and_parses(tmp_path, text_files):
 
     tuned_model, base_model = AutoModelForMaskedLM.from_pretrained(tuned), AutoModelForMaskedLM.from_pretrained(base)
     assert not torch.equal(tuned_model.r2d2.embed_tokens.weight, base_model.r2d2.embed_tokens.weight)
-    parsed = pipeline("unsupervised-parsing", model=str(tuned))("Her blood pressure rose after 3 days.")[0]  # the text is one sentence
+    parser = pipeline("unsupervised-parsing", model=str(tuned))
+    parsed = parser("Her blood pressure rose after 3 days.")[0]  # the text is one sentence
     assert parsed["words"] == ["Her", "blood", "pressure", "rose", "after", "3", "days", "."]
     assert parsed["spans"][0] == [0, 8] and len(parsed["spans"]) == 6  # binary over the 7 words, then the period
 
@@ -305,7 +307,7 @@ def test_the_parser_and_the_language_model_are_clipped_apart_or_together_with_bo
     for separately in (True, False):
         trainer = r2d2_trainer(tmp_path, R2D2TrainingArguments(clip_parts_separately=separately), max_grad_norm=1.0)
         model = trainer.model
-        for name, parameter in model.named_parameters():  # the parser's gradient norm 30, the rest's 0.5
+        for parameter in model.parameters():  # the parser's gradient norm 30, the rest's 0.5
             parameter.grad = torch.ones_like(parameter)
         parts = {"parser": [p for n, p in model.named_parameters() if "split_parser" in n],
                  "lm": [p for n, p in model.named_parameters() if "split_parser" not in n]}

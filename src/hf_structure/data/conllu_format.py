@@ -24,8 +24,8 @@ UNIVERSAL_PUNCTUATION = frozenset({"PUNCT"})
 
 def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
     """Sentences of CoNLL-U `text` as dicts with `words`, `upos`, `heads` (0 = root), `deprels`, `id` (`sent_id`
-    or index), `line` (where the sentence's block begins). Errors name `source` and the line: a row without 10 columns, a malformed row or a word without head
-    the row's; heads that are no tree the sentence's first."""
+    or index), `line` (where the sentence's block begins). Errors name `source` and the line: a row without 10
+    columns, a malformed row or a word without head the row's; heads that are no tree the sentence's first."""
     from conllu.parser import DEFAULT_FIELDS, parse_comment_line, parse_line
 
     sentences = []

@@ -138,7 +138,7 @@ def read_dp(path: str | Path) -> list[tuple[list[str], list[str], list[int], int
         heads.append(int(columns[2]))
     if words:
         blocks.append((words, tags, heads, first))
-    for words, _, heads, first in blocks:
+    for _, _, heads, first in blocks:
         try:
             check_heads(heads)
         except ValueError as error:

@@ -6,15 +6,14 @@ import pytest
 import torch
 
 from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
-from hf_structure.structs import arc_hybrid
-from hf_structure.structs.trees import heads_are_tree, is_projective, projectivize
 from hf_structure.models.arc_hybrid.training_arc_hybrid import (
     ArcHybridCollator,
     ArcHybridTrainingArguments,
     arc_hybrid_examples,
 )
+from hf_structure.structs import arc_hybrid
+from hf_structure.structs.trees import heads_are_tree, is_projective, projectivize
 from hf_structure.training.parser import new_parser
-
 from tests.helpers.remote_code import parse_without_hf_structure
 from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 

@@ -4,18 +4,17 @@ gives trees and does not depend on the batch, and an exported folder parses the 
 import pytest
 import torch
 
+from hf_structure.layers import encode_word_pieces
 from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
 from hf_structure.models.g2gtr.modeling_g2gtr import TO_DEPENDENT, TO_HEAD, initial_piece_relations
-from hf_structure.structs.trees import heads_are_tree
 from hf_structure.models.g2gtr.training_g2gtr import (
     G2GTrTrainingArguments,
     OracleCollator,
     load_bert_encoder,
     oracle_examples,
 )
-from hf_structure.layers import encode_word_pieces
+from hf_structure.structs.trees import heads_are_tree
 from hf_structure.training.parser import new_parser, with_known_labels
-
 from tests.helpers.remote_code import parse_without_hf_structure
 from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
@@ -143,7 +142,6 @@ def test_decoding_runs_the_graph_layers_only_after_arcs_and_scores_as_recomputin
     bert_folder, graph_layers, monkeypatch
 ):
     from hf_structure.models.g2gtr.modeling_g2gtr import G2GTrDecodingCache
-
     from tests.helpers.reference_g2gtr import recompute_every_step_parse
 
     torch.manual_seed(3)

@@ -11,7 +11,6 @@ from transformers import AutoModel, AutoModelForMaskedLM
 
 from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling, R2D2Model
 from hf_structure.structs.pruned_chart import encode_pruned_chart
-
 from tests.helpers.binary_trees import binary_trees
 from tests.helpers.reference_r2d2 import (
     chart_tree_spans,
@@ -22,7 +21,6 @@ from tests.helpers.reference_r2d2 import (
     reference_composition_transformer,
     tree_spans,
 )
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -238,9 +236,8 @@ def tiny_r2d2_folder(tmp_path_factory, request):
 
 
 def test_cli_evaluate_reports_f1_and_pseudo_perplexity(tiny_r2d2_folder, tmp_path, capsys):
-    from tests.helpers.paths import require_data
-
     from hf_structure import cli
+    from tests.helpers.paths import require_data
 
     dev = require_data("ptb-sample", "dev")
     (tmp_path / "lm.txt").write_text("the old man sat on the bench\na dog barked\n")

@@ -10,7 +10,6 @@ from transformers import AutoModelForMaskedLM
 from hf_structure.models.r2d2 import R2D2Config
 from hf_structure.structs.merge_orders import merge_order_from_split_scores
 from hf_structure.structs.pruned_chart import encode_pruned_chart
-
 from tests.models.r2d2.test_r2d2 import TINY_PARSER, batch_of, tiny_model
 
 # Bigram probabilities of a 4-word sentence, (w0 w1), (w1 w2), (w2 w3), where the rules disagree. The 2021 rule:

@@ -10,7 +10,6 @@ from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM, StructFormerModel
 from hf_structure.models.structformer import modeling_structformer as modeling
 from hf_structure.structs import trees as structures
-
 from tests.helpers.reference_structformer import naive_dependency_distribution
 
 SENTENCES = ["the old man sat on the bench", "a dog ran", "stocks fell sharply after the report was released"]

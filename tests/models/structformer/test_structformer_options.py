@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM
-
 from tests.models.structformer.test_structformer import tiny_config
 
 
