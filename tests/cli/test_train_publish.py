@@ -201,4 +201,6 @@ def test_the_card_of_a_fine_tuned_model_names_its_base_its_data_and_no_local_pat
     card = " ".join((tmp_path / "hub" / "README.md").read_text().split())
     assert "fine-tuned from `base` as a masked language model on `clinical notes.txt` (8 sentences)" in card
     assert "trained from scratch" not in card and str(tmp_path) not in card and "WSJ sections 00–01" not in card
-    assert json.loads((tuned / "hf_structure_eval.json").read_text())["dataset"] == "gold"
+    record = json.loads((tuned / "hf_structure_eval.json").read_text())
+    assert (record["dataset"], record["dataset_id"]) == ("gold", "gold") and "dataset_split" not in record
+    assert "type: gold" in card and "ptb-wsj-sample" not in card  # the model-index names the user's treebank

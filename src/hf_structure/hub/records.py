@@ -106,8 +106,8 @@ def _load_record(model_dir, name: str, required: tuple[str, ...], how_to_write: 
 
 def treebank_record_fields(treebank: str | os.PathLike) -> dict:
     """How an evaluation record names the gold treebank at `treebank`: the PTB sample and UD English-EWT files of the
-    shared data by their names (with their model-index id and split), anything else by its file or folder name,
-    never by a path of this machine."""
+    shared data by their names (with their model-index id and split), anything else by its file or folder name (as
+    both), never by a path of this machine."""
     path = Path(treebank)
     if path.name == "dev" and path.parent.name == "ptb-sample":
         return {"dataset": "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)", "dataset_id": "ptb-wsj-sample",
@@ -115,7 +115,8 @@ def treebank_record_fields(treebank: str | os.PathLike) -> dict:
     if match := re.fullmatch(r"en_ewt-ud-(train|dev|test)\.conllu", path.name):
         return {"dataset": f"UD English-EWT {match[1]}", "dataset_id": "universal_dependencies",
                 "dataset_split": f"en_ewt {match[1]}"}
-    return {"dataset": path.resolve().name}
+    name = path.resolve().name
+    return {"dataset": name, "dataset_id": name}  # not a Hub dataset: the model-index names it as it is
 
 
 def load_eval_record(model_dir: str | os.PathLike, metric_keys: tuple[str, ...], language_model: bool = False) -> dict:
