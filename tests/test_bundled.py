@@ -129,7 +129,7 @@ def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
-    assert "hf_structure/hub/templates/structformer.md" in names
+    assert "hf_structure/models/structformer/model_card.md" in names
     assert "hf_structure/checkpoints/structformer-ptb/model.safetensors" in names
     assert "hf_structure/pipelines/word_tokenization.py" in names
     assert "hf_structure/py.typed" in names

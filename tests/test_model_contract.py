@@ -1,6 +1,6 @@
 """A model defined outside the package (tests/helpers/tiny_parser.py, with its own config and training recipe) goes
 through the pipeline, the CLI's `parse` and `evaluate`, the parser training entry, bundling and a Hub export without
-any change to shared code: one `register_model` call."""
+any change to shared code: its `MODEL_SPEC` (tests/helpers/tiny_parser_spec.py), registered."""
 
 import json
 import subprocess
@@ -8,28 +8,18 @@ import sys
 
 import pytest
 
-from hf_structure import CardMetric, ModelSpec, register_model
+from hf_structure import register_model
 from hf_structure.data.tokenization import build_word_tokenizer
 from tests.helpers.paths import FIXTURES, ROOT
 from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
+from tests.helpers.tiny_parser_spec import MODEL_SPEC
 
 SENTENCES = ["the dog ran .", "a man sat on the bench"]
 
 
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
-    register_model(
-        ModelSpec(
-            config_class=TinyParserConfig,
-            auto_classes={"AutoModel": TinyParserModel},
-            parsing_class="AutoModel",
-            card_template=str(FIXTURES / "tiny_card.md"),
-            card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),
-                          CardMetric("las", "LAS", "Labelled attachment score")),
-            card_tags=("dependency-parsing",),
-            training="tests.helpers.tiny_parser_training",
-        )
-    )
+    register_model(MODEL_SPEC)
     import torch
 
     folder = tmp_path_factory.mktemp("tiny")
@@ -167,7 +157,7 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
 
 def test_no_shared_file_names_the_tiny_model():
     """The tiny model trains, bundles and exports with shared code that does not know it."""
-    names = ("tiny-test-parser", "tiny_parser", "TinyParser")
+    names = ("tiny-test-parser", "tiny_parser", "TinyParser", "entry-point-test-parser", "entry_point_parser")
     files = [path for folder in ("src", "scripts") for path in (ROOT / folder).rglob("*")
              if path.is_file() and path.suffix in (".py", ".json", ".md", ".txt", ".sh")]
     naming = [f"{path.relative_to(ROOT)}: {name}" for path in files for name in names

@@ -538,8 +538,8 @@ def _evaluate(args) -> None:
     model, tokenizer = _load("evaluate", load_model_and_tokenizer, model_path)
     if device is not None:
         model.to(device)  # each model's `parse` moves its inputs to the model's device
-    perplexity_kind = model_spec(model.config.model_type).language_model_perplexity
-    if args.lm_text and perplexity_kind is None:  # refused before the treebank is parsed
+    perplexity = model_spec(model.config.model_type).perplexity
+    if args.lm_text and perplexity is None:  # refused before the treebank is parsed
         raise _fail("evaluate", f"--lm-text: {args.model} is not a language model")
     if args.lm_text:  # a text that cannot be read is refused before the treebank is parsed too
         from .evaluation.perplexity import lm_text_lines

@@ -1,16 +1,26 @@
 """The one place that says what differs between the package's models.
 
 Pipeline, CLI, evaluation, training callbacks and Hub export never name a model: they look its `model_type` up
-here. Adding a model is one folder under `models/` plus one `register_model(ModelSpec(...))` call (see
-`hf_structure/__init__.py`).
+here. A model declares itself in its own folder: `models/<name>/__init__.py` holds its `MODEL_SPEC` (a
+`ModelSpec`) and its card template sits beside it. `discover_models` finds every such folder, and the specs that
+other installed packages declare in the `hf_structure.models` entry-point group (`<name> = "<module>:<attribute
+holding its ModelSpec>"`), so adding a model touches no shared file.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import pkgutil
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
 
 from transformers import AutoConfig
+
+ENTRY_POINT_GROUP = "hf_structure.models"
 
 
 @dataclass(frozen=True)
@@ -44,12 +54,16 @@ class ModelSpec:
             have `parse`); the pipeline uses `AutoModel`. Every class with `parse` declares beside it the options
             `parse` takes (`parse_options`: name -> the values it takes) and what a parse holds (`parse_outputs`);
             the spec reads them from the parsing class (`parse_options`, `parse_outputs` below).
-        card_template: file name of the model card template in `hf_structure/hub/templates/` (or an absolute path).
+        card_template: the model card template: a path relative to the folder of the module that defines
+            `config_class` (by default `model_card.md` beside it), or an absolute path.
         card_metrics: the scores the card's table and model-index report, in order.
         card_tags, pipeline_tag, datasets: model-card metadata.
         bundled: short names of checkpoints that ship with the package (folders in `hf_structure/checkpoints/`).
-        language_model_perplexity: how `hf-structure evaluate --lm-text` scores the model as a language model:
-            `"masked"` (masked-LM perplexity, key `mlm_ppl`), `"pseudo"` (pseudo-perplexity, key `pppl`), or None.
+        perplexity: how `hf-structure evaluate --lm-text` scores the model as a language model, or None for a model
+            that is not one: a function `(model, tokenizer, source, seed, paper_seeds) -> {key: value}` of the
+            model, its tokenizer, the text (`lm_text_lines`), the masking seed and the number of mask seeds of a
+            paper's protocol where that differs from this project's (e.g. `evaluation.perplexity.
+            masked_lm_perplexities`, keys `mlm_ppl`, `mlm_ppl_paper`, ...).
         training: the module (`package.module`) that holds the model's training recipe as `TRAINING` (a
             `hf_structure.training.LanguageModelTraining` or `ParserTraining`); imported only to train or bundle.
     """
@@ -57,18 +71,23 @@ class ModelSpec:
     config_class: type
     auto_classes: dict[str, type]
     parsing_class: str
-    card_template: str
     card_metrics: tuple[CardMetric, ...]
+    card_template: str | Path = "model_card.md"
     card_tags: tuple[str, ...] = ()
     pipeline_tag: str | None = None
     datasets: tuple[str, ...] = ()
     bundled: tuple[str, ...] = field(default_factory=tuple)
-    language_model_perplexity: str | None = None
+    perplexity: Callable[..., dict[str, float]] | None = None
     training: str | None = None
 
     @property
     def model_type(self) -> str:
         return self.config_class.model_type
+
+    @property
+    def card_template_path(self) -> Path:
+        """The card template's file: `card_template`, relative to the folder of `config_class`'s module."""
+        return Path(inspect.getfile(self.config_class)).parent / self.card_template
 
     def training_recipe(self):
         """The model's training recipe, imported from its `training` module."""
@@ -131,3 +150,25 @@ def model_spec(model_type: str) -> ModelSpec:
         raise ValueError(
             f"model type {model_type!r} is not an hf_structure model (known: {', '.join(sorted(MODEL_SPECS))})"
         ) from None
+
+
+def discover_models(package: str = "hf_structure.models") -> list[ModelSpec]:
+    """Register the `MODEL_SPEC` of every subpackage of `package`, then every spec of the `hf_structure.models`
+    entry-point group; the specs found, in that order. A subpackage without `MODEL_SPEC` is a programming error
+    (raised); an installed package whose spec cannot be loaded is left out with a warning naming it, so that the
+    other models keep working."""
+    specs = []
+    for module_info in pkgutil.iter_modules(importlib.import_module(package).__path__, f"{package}."):
+        module = importlib.import_module(module_info.name)
+        if not isinstance(getattr(module, "MODEL_SPEC", None), ModelSpec):
+            raise TypeError(f"{module_info.name} declares no MODEL_SPEC (a hf_structure.registry.ModelSpec)")
+        specs.append(register_model(module.MODEL_SPEC))
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            spec = entry.load()
+            if not isinstance(spec, ModelSpec):
+                raise TypeError(f"it is a {type(spec).__name__}, not a hf_structure.registry.ModelSpec")
+            specs.append(register_model(spec))
+        except Exception as error:  # whatever a third-party package raises, the package's own models still load
+            warnings.warn(f"model {entry.name!r} ({entry.value}) is not available: {error}", stacklevel=2)
+    return specs

@@ -521,13 +521,12 @@ def dependency_model(tmp_path_factory) -> str:
     """The tiny dependency parser of tests/helpers (heads and labels, no constituents), registered as a new model."""
     import torch
 
-    from hf_structure import CardMetric, ModelSpec, register_model
+    from hf_structure import register_model
     from hf_structure.data.tokenization import build_word_tokenizer
     from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
+    from tests.helpers.tiny_parser_spec import MODEL_SPEC
 
-    register_model(ModelSpec(config_class=TinyParserConfig, auto_classes={"AutoModel": TinyParserModel},
-                             parsing_class="AutoModel", card_template=str(FIXTURES / "tiny_card.md"),
-                             card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),)))
+    register_model(MODEL_SPEC)
     folder = tmp_path_factory.mktemp("cli") / "tiny-parser"
     tokenizer = build_word_tokenizer(LINES)
     torch.manual_seed(0)

@@ -216,7 +216,7 @@ def test_a_model_that_does_not_declare_the_contract_is_not_registered():
             return []
 
     spec = ModelSpec(config_class=UndeclaredConfig, auto_classes={"AutoModel": UndeclaredModel},
-                     parsing_class="AutoModel", card_template="structformer.md", card_metrics=())
+                     parsing_class="AutoModel", card_metrics=())
     with pytest.raises(TypeError, match="undeclared-test-parser: UndeclaredModel has parse but no valid parse_options"):
         register_model(spec)
 

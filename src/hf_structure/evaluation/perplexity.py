@@ -135,22 +135,13 @@ def masked_lm_perplexities(model, tokenizer, source: str, seed: int = 0, paper_s
     return scores
 
 
-# By `ModelSpec.language_model_perplexity`: how the model's perplexities are measured, a function of the model, its
-# tokenizer, the text, the masking seed and the number of mask seeds of the paper's protocol (where that differs
-# from this project's), returning {key: value}. Pseudo-perplexity masks nothing: it is the R2D2 paper's protocol.
-LANGUAGE_MODEL_PERPLEXITIES = {
-    "masked": masked_lm_perplexities,
-    "pseudo": lambda model, tokenizer, source, seed, paper_seeds: {"pppl": pseudo_perplexity(model, tokenizer, source)},
-}
-
-
 def language_model_perplexity(model, tokenizer, source: str, seed: int = 0, paper_seeds: int = 5) -> dict[str, float]:
-    """The perplexities the model's spec names, on the text `source` (`lm_text_lines`), as {key: value rounded to 2
-    decimals}; a ValueError for a model that is not a language model."""
+    """The perplexities of the model's spec (`ModelSpec.perplexity`) on the text `source` (`lm_text_lines`), as
+    {key: value rounded to 2 decimals}; a ValueError for a model that is not a language model."""
     from ..registry import model_spec
 
-    kind = model_spec(model.config.model_type).language_model_perplexity
-    if kind is None:
+    perplexity = model_spec(model.config.model_type).perplexity
+    if perplexity is None:
         raise ValueError(f"model type {model.config.model_type!r} is not a language model (no perplexity)")
-    scores = LANGUAGE_MODEL_PERPLEXITIES[kind](model, tokenizer, source, seed=seed, paper_seeds=paper_seeds)
+    scores = perplexity(model, tokenizer, source, seed=seed, paper_seeds=paper_seeds)
     return {key: round(value, 2) for key, value in scores.items()}

@@ -2,13 +2,12 @@
 (`records`), and an offline Hub cache (`cache`)."""
 
 from .cache import file_etag, make_hf_cache, populate_cache
-from .cards import TEMPLATES_DIR, render_model_card, results_table
+from .cards import render_model_card, results_table
 from .export import check_export, export_model_folder, push_model
 from .records import EVAL_RECORD, TRAINING_RECORD, load_eval_record, load_training_record
 
 __all__ = [
     "EVAL_RECORD",
-    "TEMPLATES_DIR",
     "TRAINING_RECORD",
     "check_export",
     "export_model_folder",

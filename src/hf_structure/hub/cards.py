@@ -8,7 +8,6 @@ from pathlib import Path
 from ..registry import ModelSpec, model_spec
 from .records import load_eval_record, load_training_record, read_json
 
-TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_DATASET_ID = "ptb-wsj-sample"
 
 
@@ -65,7 +64,7 @@ def card_eval_record(model_dir, spec: ModelSpec) -> dict:
     """The evaluation record, holding every score the card of a `spec` model reports (else an error giving the
     command that writes them all)."""
     return load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics),
-                            language_model=spec.language_model_perplexity is not None)
+                            language_model=spec.perplexity is not None)
 
 
 def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, template_path=None):
@@ -81,7 +80,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     # The configuration as the model reads it: its class converts a folder of an earlier format (e.g. a supervised
     # parser's encoder settings flat at the top level).
     config = spec.config_class.from_pretrained(model_dir).to_dict()
-    template_path = Path(template_path) if template_path else TEMPLATES_DIR / spec.card_template
+    template_path = Path(template_path) if template_path else spec.card_template_path
     if not template_path.is_file():
         raise FileNotFoundError(f"model card template {template_path} not found")
     record = card_eval_record(model_dir, spec)
