@@ -1,7 +1,7 @@
 """Scores of predicted trees against gold trees (percentages are left to the caller).
 
 The same scores are `evaluate` metrics: `evaluate.load(str(EVALUATE_METRICS / "unlabelled_f1"))` and
-`evaluate.load(str(EVALUATE_METRICS / "attachment_score"))`, offline.
+`evaluate.load(str(EVALUATE_METRICS / "attachment_score"))`, offline; those give percentages, these functions fractions.
 
 Span conventions: spans are 0-based `(start, end)`; callers pass only the spans that are scored (two or more
 words, not the whole sentence), which `scored_spans` selects.

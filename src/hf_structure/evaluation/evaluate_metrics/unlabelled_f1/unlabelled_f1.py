@@ -2,7 +2,8 @@
 
 Predictions and references are, per sentence, lists of `[start, end)` spans (0-based, end exclusive). With
 `lengths` (words per sentence), single-word spans and the whole-sentence span are dropped from both sides, as the
-scoring conventions require; without it, the spans are scored as given.
+scoring conventions require; without it, the spans are scored as given. Scores are percentages, as the CLI and
+the model cards give them (`hf_structure.evaluation.metrics.unlabelled_f1` gives fractions).
 """
 
 import datasets
@@ -21,7 +22,7 @@ class UnlabelledF1(evaluate.Metric):
     def _info(self):
         spans = datasets.Sequence(datasets.Sequence(datasets.Value("int32")))
         return evaluate.MetricInfo(
-            description="Sentence-level mean and corpus-level unlabelled bracketing F1 (fractions).",
+            description="Sentence-level mean and corpus-level unlabelled bracketing F1 (percentages).",
             citation=_CITATION,
             inputs_description=__doc__,
             features=datasets.Features({"predictions": spans, "references": spans}),
@@ -32,4 +33,5 @@ class UnlabelledF1(evaluate.Metric):
             sets = [{tuple(span) for span in spans} for spans in rows]
             return [scored_spans(s, n) for s, n in zip(sets, lengths)] if lengths is not None else sets
 
-        return unlabelled_f1(as_sets(predictions), as_sets(references))
+        scores = unlabelled_f1(as_sets(predictions), as_sets(references))
+        return {key: 100 * value for key, value in scores.items()}
