@@ -8,9 +8,11 @@ hf-structure-<name>`) adds its own short names: `<short name> = "<module>:<attri
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import warnings
+from collections.abc import Iterator
 from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -196,6 +198,22 @@ def _check_weight_files(folder: Path) -> None:
                                    "download or export the model again") from None
 
 
+@contextlib.contextmanager
+def quiet_weight_files() -> Iterator[None]:
+    """transformers' "Loading weights" and "Writing model shards" bars (and the Hub's download bars) off inside the
+    block, as they were after it: our checkpoints load and save in about a second, and a bar per call is noise in a
+    user's output. Trainer's training bar is not one of them."""
+    from transformers.utils import logging
+
+    enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            logging.enable_progress_bar()
+
+
 def load_model_and_tokenizer(name_or_path: str = DEFAULT_MODEL):
     """A parsing model (in eval mode) and its tokenizer. The class is the one the model's registry entry names for
     parsing (for StructFormer the masked-LM model, so perplexity can be measured with the same object). A local
@@ -208,5 +226,6 @@ def load_model_and_tokenizer(name_or_path: str = DEFAULT_MODEL):
     check_model_folder(path)
     config = transformers.AutoConfig.from_pretrained(path)
     auto_class = getattr(transformers, model_spec(config.model_type).parsing_class)
-    model = auto_class.from_pretrained(path, config=config)
+    with quiet_weight_files():
+        model = auto_class.from_pretrained(path, config=config)
     return model.eval(), transformers.AutoTokenizer.from_pretrained(path)

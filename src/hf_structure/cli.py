@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import distributed
-from .bundled import DEFAULT_MODEL, resolve_model_path
+from .bundled import DEFAULT_MODEL, quiet_weight_files, resolve_model_path
 from .cli_train_publish import (
     PUBLISH_COMMANDS,
     TRAINING_COMMANDS,
@@ -743,7 +743,8 @@ def main(argv: list[str] | None = None) -> None:
     """`hf-structure`: Ctrl-C (SIGINT) ends any command with one line and exit status 130, as shells expect."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        _run_command(argv)
+        with quiet_weight_files():
+            _run_command(argv)
     except KeyboardInterrupt:
         command = next((word for word in argv if not word.startswith("-")), None)
         name = f"hf-structure {command}" if command else "hf-structure"

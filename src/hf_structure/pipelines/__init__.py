@@ -7,7 +7,7 @@ import transformers
 from transformers import AutoModel
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from ..bundled import DEFAULT_MODEL, bundled_checkpoints, check_model_folder, resolve_model_path
+from ..bundled import DEFAULT_MODEL, bundled_checkpoints, check_model_folder, quiet_weight_files, resolve_model_path
 from .unsupervised_parsing import UnsupervisedParsingPipeline
 
 TASK = "unsupervised-parsing"
@@ -25,7 +25,8 @@ PIPELINE_REGISTRY.register_pipeline(
 def _resolving_short_names(pipeline_factory):
     """`transformers.pipeline` with bundled short names given as `model`, `config` or `tokenizer` replaced by their
     folders, and for this package's task an unknown bare model name refused (`resolve_model_path`) and a model folder
-    checked (`check_model_folder`); everything else passes through unchanged."""
+    checked (`check_model_folder`) and loaded without transformers' per-tensor bars (`quiet_weight_files`);
+    everything else passes through unchanged."""
     if getattr(pipeline_factory, "resolves_hf_structure_names", False):
         return pipeline_factory
 
@@ -47,9 +48,12 @@ def _resolving_short_names(pipeline_factory):
         if len(args) > 1:  # pipeline(task, model, ...)
             args = (args[0], resolved(args[1], "model"), *args[2:])
         model = args[1] if len(args) > 1 else kwargs.get("model")
-        if checks_model_names and isinstance(model, str):  # a broken folder: one clear error before loading
+        if not checks_model_names:
+            return pipeline_factory(*args, **kwargs)
+        if isinstance(model, str):  # a broken folder: one clear error before loading
             check_model_folder(model, kwargs.get("trust_remote_code", False), tokenizer="tokenizer" not in kwargs)
-        return pipeline_factory(*args, **kwargs)
+        with quiet_weight_files():
+            return pipeline_factory(*args, **kwargs)
 
     pipeline.resolves_hf_structure_names = True
     return pipeline
