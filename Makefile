@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml packages/hf-structure-g2gtr-ewt/pyproject.toml packages
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
 	touch $(STAMP)
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint check bench
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -25,13 +25,21 @@ demo: $(STAMP)
 			$(VENV)/bin/hf-structure evaluate --treebank $(DATA)/ptb-sample/dev --baseline $$b; done; \
 	else echo "$(DATA)/ptb-sample/dev not found: skipping the scores"; fi
 
+# The benchmarks' smoke runs (marker `benchmark`) take most of the time: they run second, with their own summary.
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -m "not benchmark" tests
+	$(PY) -m pytest -q -p no:cacheprovider -m benchmark tests
 
-# ruff's rules (pyproject.toml) over the code, and the generated Hub files against their modular sources.
+# ruff's rules and mypy (both configured in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests scripts benchmarks
+	$(VENV)/bin/mypy
+
+# The generated files: the Hub code against its modular sources, the shipped checkpoints' cards against their
+# records and templates.
+check: $(STAMP)
 	$(PY) scripts/modular_converter.py
+	$(PY) scripts/render_model_cards.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/structformer_speed.py

@@ -4,7 +4,12 @@ are not checked: speed belongs to the benchmarks, not to the tests."""
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers.paths import ROOT
+
+# Most of the suite's time: `make test` runs them apart, after the rest; `pytest -m "not benchmark"` leaves them out.
+pytestmark = pytest.mark.benchmark
 
 
 def run_benchmark(*args: str) -> str:

@@ -290,10 +290,10 @@ def _max_arborescence(arcs: torch.Tensor) -> torch.Tensor:
     Uses `_find_cycle` (and itself).
     """
     heads = arcs.argmax(-1)
-    cycle = _find_cycle(heads.tolist())
-    if not cycle:
+    cycle_nodes = _find_cycle(heads.tolist())
+    if not cycle_nodes:
         return heads
-    cycle = torch.tensor(cycle)
+    cycle = torch.tensor(cycle_nodes)
     on_cycle = torch.zeros(len(heads), dtype=torch.bool)
     on_cycle[cycle] = True
     rest = (~on_cycle).nonzero().squeeze(1)  # the other nodes, ROOT first (it is never on a cycle)

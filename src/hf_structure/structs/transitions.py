@@ -29,13 +29,14 @@ class SwapConfiguration:
     def legal_actions(self) -> list[bool]:
         """Which of SHIFT, LEFT_ARC, RIGHT_ARC, SWAP may apply. ROOT takes its one dependent last (so the tree has
         a single root), and a SWAP needs s1 before s0 in the sentence, so no pair is swapped twice and parsing ends."""
-        two = len(self.stack) >= 2
-        s1 = self.stack[-2] if two else None
+        if len(self.stack) < 2:
+            return [bool(self.buffer), False, False, False]
+        s1 = self.stack[-2]
         return [
             bool(self.buffer),
-            two and s1 != 0,
-            two and (s1 != 0 or not self.buffer),
-            two and 0 < s1 < self.stack[-1],
+            s1 != 0,
+            s1 != 0 or not self.buffer,
+            0 < s1 < self.stack[-1],
         ]
 
     def apply(self, action: int, label=None) -> None:
@@ -56,7 +57,7 @@ class SwapConfiguration:
 def projective_order(heads: list[int]) -> list[int]:
     """Rank of each word (index 0 = ROOT) in the in-order traversal of the tree: each head between its left and
     right dependents. Swapping words into this order makes every arc projective."""
-    children = [[] for _ in range(len(heads) + 1)]
+    children: list[list[int]] = [[] for _ in range(len(heads) + 1)]
     for word, head in enumerate(heads, start=1):
         children[head].append(word)
     order, stack = [], [(0, False)]

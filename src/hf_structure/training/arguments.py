@@ -10,6 +10,7 @@ from transformers import BertConfig, HfArgumentParser, PretrainedConfig
 
 from ..extras import MissingExtraError
 from ..registry import model_spec
+from . import LanguageModelTraining, ParserTraining
 
 
 def saved_model_type(name_or_path: str) -> str:
@@ -20,7 +21,8 @@ def saved_model_type(name_or_path: str) -> str:
     return config.get("model_type", "")
 
 
-def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type, default_model_type: str,
+def parse_arguments(argv: list[str], shared: tuple[type, ...],
+                    recipe_kind: type[LanguageModelTraining] | type[ParserTraining], default_model_type: str,
                     prog: str | None = None):
     """The model's training recipe and the argument dataclasses: `shared` (the first holds `model_type` and
     `model_name_or_path`), then the recipe's own `arguments`. `argv` is a command line or one `.json` file of
@@ -46,12 +48,13 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...], recipe_kind: type
                          f"{type(recipe).__name__}, not a {recipe_kind.__name__})")
     # `--help` lists the model's own options before the Trainer's hundreds (the last of `shared`); the dataclasses
     # still come back as documented: `shared`, then the recipe's.
-    parser = HfArgumentParser((*shared[:-1], recipe.arguments, shared[-1]), prog=prog)
+    # transformers types the dataclasses as `DataClassType`, a NewType that no plain class is.
+    parser = HfArgumentParser((*shared[:-1], recipe.arguments, shared[-1]), prog=prog)  # type: ignore[arg-type]
     if from_file:
-        parsed = parser.parse_dict(values)
+        in_parser_order = parser.parse_dict(values)
     else:
-        parsed = parser.parse_args_into_dataclasses(argv)
-    parsed = [*parsed[: len(shared) - 1], parsed[-1], parsed[len(shared) - 1]]
+        in_parser_order = parser.parse_args_into_dataclasses(argv)
+    parsed = [*in_parser_order[: len(shared) - 1], in_parser_order[-1], in_parser_order[len(shared) - 1]]
     if any(getattr(arguments, "max_steps", None) == 0 for arguments in parsed):  # Trainer would run one step at rate 0
         parser.error("--max_steps 0 trains nothing: give a positive number of steps, or leave it out to train for "
                      "--num_train_epochs")

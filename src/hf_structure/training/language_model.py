@@ -107,7 +107,7 @@ def _text_lines(path: str, option: str) -> list[str]:
 def model_and_tokenizer_for_training(model_args: ModelArguments, recipe: LanguageModelTraining, own_args):
     """A saved model and its tokenizer, or a new model (its recipe's config from `own_args`) over a word vocabulary
     built from the PTB train split."""
-    spec = model_spec(model_args.model_type)
+    spec = model_spec(model_args.model_type)  # type: ignore[arg-type]  # parse_arguments sets model_type
     if model_args.model_name_or_path:
         from ..bundled import load_model_and_tokenizer
 

@@ -49,13 +49,15 @@ class ParserModelArguments:
 
 @dataclass
 class ParserDataArguments:
-    train_file: str = field(default=None, metadata={"help": "CoNLL-U file (or folder of .conllu files) to train on."})
+    train_file: str | None = field(
+        default=None, metadata={"help": "CoNLL-U file (or folder of .conllu files) to train on."}
+    )
     validation_file: str | None = field(default=None, metadata={"help": "CoNLL-U file for the dev scores."})
     max_eval_sentences: int | None = field(default=500, metadata={"help": "Dev sentences scored at each evaluation."})
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only this many training sentences."})
 
 
-def conllu_sentences(path: str, option: str = "--train_file") -> list[dict]:
+def conllu_sentences(path: str | Path, option: str = "--train_file") -> list[dict]:
     """The sentences of a CoNLL-U file, or of every `.conllu` file of a folder (sorted by name); a TrainingDataError
     naming `option` and the file when there is none or one cannot be read."""
     path = Path(path)

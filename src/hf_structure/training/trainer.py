@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.utils.data import Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments, get_scheduler
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
@@ -97,8 +98,9 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
     """Length-grouped batches whose order depends only on (seed, epoch), not on the global random state, so that a
     run resumed from a checkpoint sees exactly the batches the uninterrupted run would have seen."""
 
-    def __init__(self, *args, seed: int, **kwargs):
-        super().__init__(*args, generator=torch.Generator(), **kwargs)
+    def __init__(self, batch_size: int, dataset: Dataset | None = None, lengths: list[int] | None = None,
+                 model_input_name: str | None = None, *, seed: int):
+        super().__init__(batch_size, dataset, lengths, model_input_name, generator=torch.Generator())
         self.seed = seed
         self.set_epoch(0)
 
@@ -146,7 +148,8 @@ class LengthGroupedTrainer(Trainer):
     def _save(self, output_dir: str | None = None, state_dict=None):
         """Trainer's save (the final model and every checkpoint), the weights then given the umask's mode."""
         super()._save(output_dir, state_dict)
-        with_default_mode(output_dir if output_dir is not None else self.args.output_dir)
+        # TrainingArguments' __post_init__ sets output_dir (default "trainer_output"): a str here.
+        with_default_mode(output_dir if output_dir is not None else self.args.output_dir)  # type: ignore[arg-type]
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -219,9 +222,10 @@ class LengthGroupedTrainer(Trainer):
         def factor(warmup_steps: int):
             # The schedule type's factor function, read off a scheduler made for a throwaway optimizer.
             probe = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+            # TrainingArguments' __post_init__ reads a str of lr_scheduler_kwargs as JSON: a dict or None here.
             scheduler = get_scheduler(self.args.lr_scheduler_type, optimizer=probe, num_warmup_steps=warmup_steps,
                                       num_training_steps=num_training_steps,
-                                      scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)
+                                      scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)  # type: ignore[arg-type]
             if not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
                 raise ValueError(
                     f"a part's own warm-up needs a LambdaLR schedule type, not {self.args.lr_scheduler_type!r}"
@@ -370,7 +374,7 @@ def training_provenance(argv: list[str], prog: str | None, base_model: str | Non
     """What a model card says of how a run was trained: its `command` (`portable_command`), the model it was
     fine-tuned from (`base_model`, a bundled name or a folder's name) and its training data (`train_data`, as the
     card prints it; None: the recipe's default corpus)."""
-    provenance = {"command": portable_command(argv, prog)}
+    provenance: dict[str, str | None] = {"command": portable_command(argv, prog)}
     if base_model:
         provenance["base_model"] = Path(base_model).name if Path(base_model).is_dir() else base_model
     if train_data:  # not the PTB text, so whether it held the evaluation sample's WSJ 00-01 is not ours to say

@@ -141,7 +141,7 @@ def _backtrack_all(best_split, best_action, end, deepen) -> tuple[torch.Tensor, 
     splits, actions = best_split.cpu().numpy(), best_action.cpu().numpy()
     derivations = []
     for b, last in enumerate(end.tolist()):
-        transitions = []
+        transitions: list[int] = []
         _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen, deepest=splits.shape[1] - 1)
         derivations.append(transitions)
     return heads, derivations

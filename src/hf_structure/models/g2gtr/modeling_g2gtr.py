@@ -112,13 +112,14 @@ class SwapConfiguration:
     def legal_actions(self) -> list[bool]:
         """Which of SHIFT, LEFT_ARC, RIGHT_ARC, SWAP may apply. ROOT takes its one dependent last (so the tree has
         a single root), and a SWAP needs s1 before s0 in the sentence, so no pair is swapped twice and parsing ends."""
-        two = len(self.stack) >= 2
-        s1 = self.stack[-2] if two else None
+        if len(self.stack) < 2:
+            return [bool(self.buffer), False, False, False]
+        s1 = self.stack[-2]
         return [
             bool(self.buffer),
-            two and s1 != 0,
-            two and (s1 != 0 or not self.buffer),
-            two and 0 < s1 < self.stack[-1],
+            s1 != 0,
+            s1 != 0 or not self.buffer,
+            0 < s1 < self.stack[-1],
         ]
 
     def apply(self, action: int, label=None) -> None:

@@ -229,7 +229,7 @@ def encode_along_merges(
     real_word = positions[None, :] < lengths[:, None]
     node_of_span[:, positions, positions] = torch.where(real_word, batch[:, None] * n + positions, -1)
     node_span = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
-    node_split = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
+    node_splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
     states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
     next_id = batch_size * n
 
@@ -250,11 +250,11 @@ def encode_along_merges(
         states.append(composed.to(leaves.dtype))
         log_p.append((composition_log_p + all_log_p[left] + all_log_p[right]).to(leaves.dtype))
         node_span.append(torch.stack([first[rows, at], last[rows, at]], dim=-1))
-        node_split.append(at)
+        node_splits.append(at)
         node_of_span[rows, first[rows, at], last[rows, at]] = new_ids
         pending = pending & ~ready
 
-    node_split, node_log_p = torch.cat(node_split), torch.cat(log_p)
+    node_split, node_log_p = torch.cat(node_splits), torch.cat(log_p)
     return ChartEncoding(
         node_states=torch.cat(states),
         node_log_p=node_log_p,
@@ -324,7 +324,10 @@ def sample_chart_trees(
         right = chart.node_of_span[sentence, split + 1, last]
         sentence = torch.cat([sentence, sentence])
         frontier = torch.cat([left, right])
-    return tuple(torch.cat(column) for column in zip(*found)) if found else (torch.empty(0, dtype=torch.long),) * 4
+    if not found:
+        return (torch.empty(0, dtype=torch.long),) * 4
+    sentence, first, last, split = (torch.cat(column) for column in zip(*found))
+    return sentence, first, last, split
 
 
 # Copied from hf_structure.structs.merge_orders.split_cross_entropy
