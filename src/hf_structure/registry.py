@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from transformers import AutoConfig
+from transformers import AutoConfig, PreTrainedConfig, PreTrainedModel
 
 ENTRY_POINT_GROUP = "hf_structure.models"
 
@@ -68,8 +68,8 @@ class ModelSpec:
             `hf_structure.training.LanguageModelTraining` or `ParserTraining`); imported only to train or bundle.
     """
 
-    config_class: type
-    auto_classes: dict[str, type]
+    config_class: type[PreTrainedConfig]
+    auto_classes: dict[str, type[PreTrainedModel]]
     parsing_class: str
     card_metrics: tuple[CardMetric, ...]
     card_template: str | Path = "model_card.md"
@@ -99,12 +99,15 @@ class ModelSpec:
     def parse_options(self) -> dict[str, tuple]:
         """The keyword options of the parsing class's `parse`, with every value the model type knows (an instance
         may take fewer, by its config)."""
-        return self.auto_classes[self.parsing_class].parse_options
+        # getattr: PreTrainedModel does not declare the contract; register_model checked that the class does.
+        options: dict[str, tuple] = getattr(self.auto_classes[self.parsing_class], "parse_options")  # noqa: B009
+        return options
 
     @property
     def parse_outputs(self) -> tuple[str, ...]:
         """The keys a parse holds besides `words` (`spans`, `heads`, `deprels`, `scores`)."""
-        return self.auto_classes[self.parsing_class].parse_outputs
+        outputs: tuple[str, ...] = getattr(self.auto_classes[self.parsing_class], "parse_outputs")  # noqa: B009
+        return outputs  # (as parse_options)
 
 
 PARSE_OUTPUTS = ("spans", "heads", "deprels", "scores")
