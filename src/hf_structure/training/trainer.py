@@ -273,13 +273,15 @@ class LengthGroupedTrainer(Trainer):
         super().log(logs, start_time)
 
 
-class MaskedLMTrainer(LengthGroupedTrainer):
-    """The length-grouped trainer with `eval_perplexity` (= exp eval_loss) in the logs, and in its training logs the
-    mean since the last log of every scalar the model's training output holds besides `loss` (R2D2: `lm_loss`,
-    `parser_loss`, `split_entropy`)."""
+class LanguageModelTrainer(LengthGroupedTrainer):
+    """The length-grouped trainer of language models: `eval_perplexity` (= exp eval_loss) in the logs where the eval
+    loss is the mean cross-entropy of the predicted words (`perplexity_from_eval_loss`, the recipe's
+    `eval_loss_is_word_cross_entropy`), and in its training logs the mean since the last log of every scalar the
+    model's training output holds besides `loss` (R2D2: `lm_loss`, `parser_loss`, `split_entropy`)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, perplexity_from_eval_loss: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
+        self.perplexity_from_eval_loss = perplexity_from_eval_loss
         self._output_terms: dict[str, list[torch.Tensor]] = {}
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -300,7 +302,7 @@ class MaskedLMTrainer(LengthGroupedTrainer):
     def evaluate(self, *args, **kwargs):
         metrics = super().evaluate(*args, **kwargs)
         prefix = kwargs.get("metric_key_prefix", "eval")
-        if f"{prefix}_loss" in metrics:
+        if self.perplexity_from_eval_loss and f"{prefix}_loss" in metrics:
             metrics[f"{prefix}_perplexity"] = math.exp(min(metrics[f"{prefix}_loss"], 50.0))
             self.log({f"{prefix}_perplexity": metrics[f"{prefix}_perplexity"]})
         return metrics

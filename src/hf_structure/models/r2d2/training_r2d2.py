@@ -5,9 +5,9 @@ gradient norm logged apart; the parser may start late. Training code only: no mo
 
 from dataclasses import dataclass, field
 
-from transformers import TrainerCallback
+import torch
+from transformers import PreTrainedTokenizerBase, TrainerCallback
 
-from ...data.collators import EveryWordCollator
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
 from ...training.trainer import OptimizerPart
@@ -45,6 +45,24 @@ class R2D2TrainingArguments(TransformerSizeArguments):
                   "parser's scores and only the language model learns."},
     )
 
+
+
+class EveryWordCollator:
+    """Batches for a bidirectional language model (R2D2): the input is left as it is and every word is a target,
+    except special tokens (`<unk>`, `<pad>`), whose labels are -100. Deterministic, so a resumed run's batches are
+    those of the uninterrupted run."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase):
+        self.tokenizer = tokenizer
+        self.special_ids = torch.tensor(sorted(tokenizer.all_special_ids))
+
+    def __call__(self, examples):
+        batch = self.tokenizer.pad(
+            {"input_ids": [example["input_ids"] for example in examples]}, return_tensors="pt"
+        )
+        ignored = torch.isin(batch["input_ids"], self.special_ids) | batch["attention_mask"].eq(0)
+        batch["labels"] = batch["input_ids"].masked_fill(ignored, -100)
+        return batch
 
 def new_config(arguments: R2D2TrainingArguments, tokenizer) -> R2D2Config:
     return R2D2Config(

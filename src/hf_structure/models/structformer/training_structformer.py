@@ -3,9 +3,9 @@
 
 from dataclasses import dataclass, field
 
-from ...data.collators import ReproducibleMaskingCollator
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
+from ...training.collators import ReproducibleMaskingCollator
 from .configuration_structformer import StructFormerConfig
 
 

@@ -1,5 +1,6 @@
-"""Examples and batches for language-model training: one tokenised sentence per example; reproducibly masked batches
-(masked LM) or batches in which every word is a target (bidirectional LM)."""
+"""Examples and batches for language-model training: one tokenised sentence per example, and reproducibly masked
+batches for any masked language model. A model with another objective keeps its collator in its own recipe (R2D2's
+in `models/r2d2/training_r2d2.py`)."""
 
 import hashlib
 import os
@@ -9,10 +10,10 @@ from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
 
 
-def tokenize_sentences(lines: list[str], tokenizer: PreTrainedTokenizerBase, max_length: int) -> Dataset:
+def tokenize_sentences(lines: list[str], tokenizer: PreTrainedTokenizerBase, max_length: int | None) -> Dataset:
     """One example per sentence (trees are per sentence, so nothing is packed across sentences), with a `length`
-    column for length-grouped batching. Sentences longer than `max_length` words are truncated."""
-    encoded = tokenizer(lines, truncation=True, max_length=max_length, return_attention_mask=False)
+    column for length-grouped batching. Sentences longer than `max_length` words are truncated (None: none is)."""
+    encoded = tokenizer(lines, truncation=max_length is not None, max_length=max_length, return_attention_mask=False)
     ids = [row for row in encoded["input_ids"] if row]
     return Dataset.from_dict({"input_ids": ids, "length": [len(row) for row in ids]})
 
@@ -50,21 +51,3 @@ class ReproducibleMaskingCollator(DataCollatorForLanguageModeling):
         # made in this process (its per-worker seeding); ours is, so say so, or a resumed run's first batch differs.
         self._generator_pid = os.getpid()
         return super().torch_call(examples)
-
-
-class EveryWordCollator:
-    """Batches for a bidirectional language model (R2D2): the input is left as it is and every word is a target,
-    except special tokens (`<unk>`, `<pad>`), whose labels are -100. Deterministic, so a resumed run's batches are
-    those of the uninterrupted run."""
-
-    def __init__(self, tokenizer: PreTrainedTokenizerBase):
-        self.tokenizer = tokenizer
-        self.special_ids = torch.tensor(sorted(tokenizer.all_special_ids))
-
-    def __call__(self, examples):
-        batch = self.tokenizer.pad(
-            {"input_ids": [example["input_ids"] for example in examples]}, return_tensors="pt"
-        )
-        ignored = torch.isin(batch["input_ids"], self.special_ids) | batch["attention_mask"].eq(0)
-        batch["labels"] = batch["input_ids"].masked_fill(ignored, -100)
-        return batch
