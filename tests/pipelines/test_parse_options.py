@@ -12,6 +12,7 @@ from hf_structure import (
     G2GTrForParsing,
     R2D2Config,
     R2D2ForLanguageModeling,
+    StructFormerConfig,
     UnsupportedOptionError,
     model_spec,
 )
@@ -229,3 +230,103 @@ def test_an_exported_folder_refuses_the_same_way_without_hf_structure(parsers, t
     with pytest.raises(AssertionError, match="UnsupportedOptionError: R2D2Model .* does not take the option "
                                              "head_decoding; it takes structures='constituency'"):
         parse_without_hf_structure(out, WORDS, tmp_path, is_split_into_words=True, head_decoding="eisner")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Word conventions: raw text is cut into words as each model's training text was, unless a call or config says else.
+
+CONVENTIONS = {"structformer": "ptb", "r2d2": "ptb", "fast_r2d2": "ptb", "arc_hybrid": "ud", "g2gtr": "ud"}
+HYPHENATED = "A well-known man and/or his dog ran."
+WORDS_BY_CONVENTION = {
+    "ptb": ["A", "well-known", "man", "and/or", "his", "dog", "ran", "."],
+    "ud": ["A", "well", "-", "known", "man", "and", "/", "or", "his", "dog", "ran", "."],
+}
+
+
+def words_of(results) -> list[list[str]]:
+    """The words of each sentence of a text's results, after checking that each is the text's own characters."""
+    for result in results:
+        assert [HYPHENATED[start:end] for start, end in result["offsets"]] == result["words"]
+    return [result["words"] for result in results]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_each_model_type_cuts_text_into_words_as_its_training_text_was(parsers, name):
+    parser = parsers[name]
+    convention = CONVENTIONS[name]
+    assert parser.model.config.word_convention == convention
+    assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[convention]]
+    # Word lists are taken as given, in any convention.
+    assert parser(["well-known", "and/or"], is_split_into_words=True, word_convention="ud")["words"] == [
+        "well-known", "and/or"
+    ]
+
+
+@pytest.mark.parametrize("name", ["structformer", "g2gtr"])
+def test_a_call_or_the_pipeline_overrides_the_model_s_word_convention(parsers, name):
+    parser = parsers[name]
+    other = "ud" if CONVENTIONS[name] == "ptb" else "ptb"
+    expected = [WORDS_BY_CONVENTION[other]]
+    assert words_of(parser(HYPHENATED, word_convention=other)) == expected
+    assert [words_of(results) for results in parser([HYPHENATED] * 3, batch_size=2, word_convention=other)] == [
+        expected
+    ] * 3
+    generated = parser((text for text in [HYPHENATED]), word_convention=other)
+    assert [words_of(results) for results in generated] == [expected]
+    made_so = type(parser)(model=parser.model, tokenizer=parser.tokenizer, word_convention=other)
+    assert words_of(made_so(HYPHENATED)) == expected
+    assert words_of(made_so(HYPHENATED, word_convention=CONVENTIONS[name])) == [WORDS_BY_CONVENTION[CONVENTIONS[name]]]
+    assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[CONVENTIONS[name]]]  # the pipeline's own is unchanged
+
+
+def test_an_unknown_word_convention_is_an_error_naming_the_conventions(parsers):
+    message = r"word_convention must be one of \('ptb', 'ud'\), got 'spacy'"
+    with pytest.raises(ValueError, match=message):
+        parsers["g2gtr"](HYPHENATED, word_convention="spacy")
+    with pytest.raises(ValueError, match=message):
+        type(parsers["g2gtr"])(model=parsers["g2gtr"].model, tokenizer=parsers["g2gtr"].tokenizer,
+                               word_convention="spacy")
+
+
+@pytest.mark.parametrize(
+    "config_class", [ArcHybridConfig, G2GTrConfig, R2D2Config, StructFormerConfig], ids=lambda c: c.model_type
+)
+def test_each_config_class_gives_its_model_type_s_word_convention_which_a_config_may_override(config_class):
+    default = CONVENTIONS[config_class.model_type]
+    assert config_class().word_convention == default
+    for convention in ("ptb", "ud"):
+        config = config_class(word_convention=convention)
+        assert config.word_convention == convention
+        assert config_class.from_dict(config.to_dict()).word_convention == convention
+    with pytest.raises(ValueError, match=r"word_convention must be one of \('ptb', 'ud'\), got 'spacy'"):
+        config_class(word_convention="spacy")
+
+
+@pytest.mark.parametrize("name", ["structformer", "g2gtr"])
+def test_a_saved_config_states_the_convention_and_one_without_it_takes_the_model_type_s(folders, name, tmp_path):
+    import json
+    import shutil
+
+    from transformers import pipeline
+
+    other = "ud" if CONVENTIONS[name] == "ptb" else "ptb"
+    folder = shutil.copytree(folders[name], tmp_path / name)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["word_convention"] == CONVENTIONS[name]
+    (folder / "config.json").write_text(json.dumps({**config, "word_convention": other}))
+    assert words_of(pipeline("unsupervised-parsing", model=str(folder))(HYPHENATED)) == [WORDS_BY_CONVENTION[other]]
+    del config["word_convention"]  # a folder saved before the conventions (the bundled checkpoints' config.json)
+    (folder / "config.json").write_text(json.dumps(config))
+    parser = pipeline("unsupervised-parsing", model=str(folder))
+    assert parser.model.config.word_convention == CONVENTIONS[name]
+    assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[CONVENTIONS[name]]]
+
+
+def test_an_exported_folder_cuts_words_by_its_convention_without_hf_structure(parsers, tmp_path):
+    from tests.helpers.remote_code import parse_without_hf_structure
+
+    out = tmp_path / "exported"
+    parsers["g2gtr"].save_pretrained(out)  # the generated pipeline file and word_tokenization.py go with it
+    for options, convention in (({}, "ud"), ({"word_convention": "ptb"}, "ptb")):
+        results = parse_without_hf_structure(out, HYPHENATED, tmp_path, **options)
+        assert words_of(results) == [WORDS_BY_CONVENTION[convention]]

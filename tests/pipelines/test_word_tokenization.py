@@ -4,7 +4,8 @@ Checked on hand-made cases (pinned expected tokens, and nltk's output when nltk 
 UD English-EWT dev file (read-only shared data; skipped when absent), on seeded random strings made of the characters
 the rules care about, and by inspecting the module's imports: it must run where only torch + transformers exist.
 Then `tokenize_with_offsets` (the same words for ASCII text, each with its character offsets; typographic punctuation
-split as its ASCII form) and `sentence_offsets` (the rule-based sentence splitter).
+split as its ASCII form), its word conventions ("ptb", that split; "ud", re-cut as UD English-EWT writes words) and
+`sentence_offsets` (the rule-based sentence splitter).
 """
 
 import ast
@@ -26,6 +27,7 @@ tokenize_with_offsets = word_tokenization.tokenize_with_offsets
 sentence_offsets = word_tokenization.sentence_offsets
 split_inner_periods = word_tokenization.split_inner_periods
 WEB_OR_EMAIL = word_tokenization.WEB_OR_EMAIL
+WORD_CONVENTIONS = word_tokenization.WORD_CONVENTIONS
 
 EWT_DIR = DATA_DIR / "ud-english-ewt"
 
@@ -250,14 +252,15 @@ def test_offsets_point_at_the_words_with_typographic_punctuation_too():
         assert_offsets_point_at_the_words(text, words, offsets)
 
 
-def test_offsets_of_every_ewt_dev_sentence():
+@pytest.mark.parametrize("convention", ["ptb", "ud"])
+def test_offsets_of_every_ewt_dev_sentence(convention):
     dev_files = sorted(EWT_DIR.glob("*-ud-dev.conllu"))
     if not dev_files:
         pytest.skip(f"UD English-EWT dev file not found in {EWT_DIR}")
     with dev_files[0].open(encoding="utf-8") as lines:
         texts = [line[len("# text = ") :].rstrip("\n") for line in lines if line.startswith("# text = ")]
     for text in texts:
-        assert_offsets_point_at_the_words(text, *tokenize_with_offsets(text))
+        assert_offsets_point_at_the_words(text, *tokenize_with_offsets(text, convention))
 
 
 def test_quoted_word_offsets():
@@ -288,6 +291,90 @@ def test_typographic_punctuation_splits_as_its_ascii_form(text, expected):
     words, offsets = tokenize_with_offsets(text)
     assert words == expected
     assert [text[start:end] for start, end in offsets] == expected
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Word conventions: "ptb" (the split above, the default) and "ud" (re-cut as UD English-EWT writes words)
+
+# (text, "ptb" words, "ud" words)
+CONVENTION_CASES = [
+    # Hyphens between words split off in UD, except after a prefix that is no word of its own; PTB keeps them.
+    ("A well-known, state-of-the-art model.", ["A", "well-known", ",", "state-of-the-art", "model", "."],
+     ["A", "well", "-", "known", ",", "state", "-", "of", "-", "the", "-", "art", "model", "."]),
+    ("My e-mail re non-profit, re-read mid-1980s x-rays", ["My", "e-mail", "re", "non-profit", ",", "re-read"]
+     + ["mid-1980s", "x-rays"], ["My", "e-mail", "re", "non-profit", ",", "re-read", "mid-1980s", "x", "-", "rays"]),
+    # A hyphen ending a word, or starting one before a letter, splits off too; a negative number stays whole.
+    ("pre- and post-war -more -5", ["pre-", "and", "post-war", "-more", "-5"],
+     ["pre", "-", "and", "post-war", "-", "more", "-5"]),
+    # Slashes between words split off, except between two single letters.
+    ("and/or he/she w/o l/c", ["and/or", "he/she", "w/o", "l/c"], ["and", "/", "or", "he", "/", "she", "w/o", "l/c"]),
+    # Numbers: dates, telephone numbers and month/day stay whole; ranges and other numbers with / split.
+    ("On 10/20/2020, 11-20-2000 or 9/11 call 713-853-3989, 555-1234 or 77042-2016.",
+     ["On", "10/20/2020", ",", "11-20-2000", "or", "9/11", "call", "713-853-3989", ",", "555-1234", "or"]
+     + ["77042-2016", "."],
+     ["On", "10/20/2020", ",", "11-20-2000", "or", "9/11", "call", "713-853-3989", ",", "555-1234", "or"]
+     + ["77042-2016", "."]),
+    ("pages 1-2 of 1969-1970, 19/20 and 5:00-8:30", ["pages", "1-2", "of", "1969-1970", ",", "19/20", "and"]
+     + ["5:00-8:30"], ["pages", "1", "-", "2", "of", "1969", "-", "1970", ",", "19", "/", "20", "and", "5:00", "-"]
+     + ["8:30"]),
+    # A number and its unit split (5 pm, 35 mm, 65 k), not an ordinal or a decade; a list's number and its period.
+    ("1. At 5pm, 7:30PM, 35mm, 65k; the 2nd in the 1980s", ["1.", "At", "5pm", ",", "7:30PM", ",", "35mm", ","]
+     + ["65k", ";", "the", "2nd", "in", "the", "1980s"], ["1", ".", "At", "5", "pm", ",", "7:30", "PM", ",", "35"]
+     + ["mm", ",", "65", "k", ";", "the", "2nd", "in", "the", "1980s"]),
+    # Contractions written without an apostrophe split as with one.
+    ("I dont think Im sure, cant you? thats it", ["I", "dont", "think", "Im", "sure", ",", "cant", "you", "?"]
+     + ["thats", "it"], ["I", "do", "nt", "think", "I", "m", "sure", ",", "ca", "nt", "you", "?", "that", "s", "it"]),
+    # Runs of punctuation and emoticons are one word; so are letters joined by & and words by @.
+    ("Wow!!! Really?! Wait.... <<ok>> :) ;-) AT&T Rice@ENRON", ["Wow", "!", "!", "!", "Really", "?", "!", "Wait"]
+     + ["...", ".", "<", "<", "ok", ">", ">", ":", ")", ";", "-", ")", "AT", "&", "T", "Rice", "@", "ENRON"],
+     ["Wow", "!!!", "Really", "?!", "Wait", "....", "<<", "ok", ">>", ":)", ";-)", "AT&T", "Rice@ENRON"]),
+    # A single quote opening a word splits off, not a clitic's.
+    ("He said 'degenerate' and 'em", ["He", "said", "'degenerate", "'", "and", "'em"],
+     ["He", "said", "'", "degenerate", "'", "and", "'em"]),
+    # Web and e-mail addresses stay whole in both, hyphens and slashes included.
+    ("See http://www.x-y.com/a-b/c-d or mail first-last@my-host.co.uk.", ["See", "http://www.x-y.com/a-b/c-d"]
+     + ["or", "mail", "first-last@my-host.co.uk", "."], ["See", "http://www.x-y.com/a-b/c-d", "or", "mail"]
+     + ["first-last@my-host.co.uk", "."]),
+    # Typographic dashes and quotes: an en dash inside a word is a hyphen; the words keep the text's characters.
+    ("1990\u201395 \u201cwell\u2011known\u201d", ["1990\u201395", "\u201c", "well\u2011known", "\u201d"],
+     ["1990", "\u2013", "95", "\u201c", "well", "\u2011", "known", "\u201d"]),
+]
+
+
+@pytest.mark.parametrize(("text", "ptb", "ud"), CONVENTION_CASES, ids=[text[:24] for text, _, _ in CONVENTION_CASES])
+def test_each_convention_cuts_words_as_its_treebank_does(text, ptb, ud):
+    for convention, expected in (("ptb", ptb), ("ud", ud)):
+        words, offsets = tokenize_with_offsets(text, convention)
+        assert words == expected, convention
+        assert_offsets_point_at_the_words(text, words, offsets)
+
+
+def test_ptb_is_the_default_convention_and_an_unknown_one_is_an_error():
+    assert WORD_CONVENTIONS == ("ptb", "ud")
+    for text, _, _ in CONVENTION_CASES:
+        assert tokenize_with_offsets(text) == tokenize_with_offsets(text, "ptb")
+    with pytest.raises(ValueError, match=r"convention must be one of \('ptb', 'ud'\), got 'spacy'"):
+        tokenize_with_offsets("a b", "spacy")
+
+
+UD_PIECES = ["/", "-", "\u2013", "e", "non", "dont", "Im", "5", "12", "pm", "2020", ":)", ";-)", "&", "@", "!!"] + [
+    "....", "'", "x@y.com", "http://a.b/c-d", "713-853-3989", "10/20/2020"
+]
+
+
+def test_ud_offsets_point_at_the_words_of_any_text():
+    for text in random_texts(20_000, 1415, ASCII_PIECES + TYPOGRAPHIC_PIECES + UD_PIECES):
+        assert_offsets_point_at_the_words(text, *tokenize_with_offsets(text, "ud"))
+
+
+def test_ud_words_are_the_ptb_words_re_cut_where_no_join_applies():
+    # Without a join (`_UD_WHOLE`), every "ud" word lies inside one "ptb" word: the conventions differ only by cuts.
+    for text in random_texts(5_000, 1617, ASCII_PIECES + ["/", "-", "e", "non", "dont", "5", "pm"]):
+        if word_tokenization._UD_WHOLE.search(text):
+            continue
+        ptb = tokenize_with_offsets(text, "ptb")[1]
+        for start, end in tokenize_with_offsets(text, "ud")[1]:
+            assert any(first <= start and end <= last for first, last in ptb), (text, start, end)
 
 
 # ---------------------------------------------------------------------------------------------------------------

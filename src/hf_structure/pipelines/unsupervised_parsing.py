@@ -21,8 +21,11 @@ trained without punctuation: punctuation tokens are removed before the model and
 attached to the root word and lying inside the smallest constituent that contains both its neighbours) or
 `"keep"` (the default: the model sees every word). This pipeline only applies that policy.
 
+Raw text is cut into words as the model's training text was: its config's `word_convention` (`"ptb"`, the Penn
+Treebank's words, where it states none; `"ud"`, UD English-EWT's), which a call may override.
+
 The pipeline's file travels with a pushed model folder, so it imports only transformers and its sibling
-`word_tokenization.py` (raw text is split into sentences and PTB-style words with `re`, no nltk).
+`word_tokenization.py` (raw text is split into sentences and words with `re`, no nltk).
 """
 
 import contextlib
@@ -36,7 +39,7 @@ from typing import NamedTuple
 import torch
 from transformers import Pipeline
 
-from .word_tokenization import sentence_offsets, tokenize_with_offsets
+from .word_tokenization import WORD_CONVENTIONS, sentence_offsets, tokenize_with_offsets
 
 
 # Copied from hf_structure.structs.trees.escape_brackets
@@ -278,10 +281,24 @@ def check_on_error(on_error: str) -> str:
     return on_error
 
 
-def split_text(text, item: str = "the text", split_sentences: bool = True) -> list[tuple[list[str], list, str]]:
+def model_word_convention(model) -> str:
+    """How raw text is cut into words for `model`: its config's `word_convention`, `"ptb"` where it states none."""
+    return getattr(model.config, "word_convention", None) or "ptb"
+
+
+def check_word_convention(word_convention: str) -> str:
+    """`word_convention` as given, or a ValueError naming the values it takes."""
+    if word_convention not in WORD_CONVENTIONS:
+        raise ValueError(f"word_convention must be one of {WORD_CONVENTIONS}, got {word_convention!r}")
+    return word_convention
+
+
+def split_text(
+    text, item: str = "the text", split_sentences: bool = True, word_convention: str = "ptb"
+) -> list[tuple[list[str], list, str]]:
     """The sentences of raw text (`sentence_offsets`; the whole text as one with `split_sentences=False`), each as
-    its PTB-style words, their `[start, end]` character offsets in `text` and its own text (none for an empty or
-    whitespace-only text); or a SentenceError naming the item."""
+    its words (`tokenize_with_offsets` in the `word_convention` given), their `[start, end]` character offsets in
+    `text` and its own text (none for an empty or whitespace-only text); or a SentenceError naming the item."""
     if not isinstance(text, str):
         raise TypeError(f"{item}: expected a string, got {type(text).__name__}")
     if not text.strip():
@@ -295,7 +312,7 @@ def split_text(text, item: str = "the text", split_sentences: bool = True) -> li
         spans = [(len(text) - len(text.lstrip()), len(text.rstrip()))]
     sentences = []
     for start, end in spans:
-        words, offsets = tokenize_with_offsets(text[start:end])
+        words, offsets = tokenize_with_offsets(text[start:end], word_convention)
         sentences.append((words, [[start + first, start + last] for first, last in offsets], text[start:end]))
     return sentences
 
@@ -306,10 +323,13 @@ class UnsupervisedParsingPipeline(Pipeline):
     Inputs: a string, a list of strings, a list of words with `is_split_into_words=True`, a list of word lists,
     or a `datasets.Dataset` / generator (use `KeyDataset` for a column). A batch mixing strings and word lists is
     rejected. A string is raw text: split into sentences (`split_sentences=False`: the whole string is one) and
-    PTB-style words, it gives a LIST of parses, one per sentence, in order (a list of strings: a list of such lists);
-    each also holds `offsets` (`[start, end]` of each word in the string; for a '"' written as `` or '' the '"')
-    and `text` (the sentence's own text in the string). A word list gives one parse. Each parse is a dict with
-    `words` (the input words, or the PTB-style split of the text) and what the model gives: `tree` (bracketed,
+    words, cut as the model's training text was (`word_convention`: `"ptb"`, the Penn Treebank's words; `"ud"`, UD
+    English-EWT's, which splits hyphens and slashes between words off; default: the model config's
+    `word_convention`, "ptb" where it has none), it gives a LIST of parses, one per sentence, in order (a list of
+    strings: a list of such lists); each also holds `offsets` (`[start, end]` of each word in the string) and
+    `text` (the sentence's own text in the string): each word is the string's own characters. A word list gives
+    one parse. Each parse is a dict with
+    `words` (the input words, or the split of the text) and what the model gives: `tree` (bracketed,
     brackets in words escaped as `-LRB-`/`-RRB-`) and `spans` (0-based
     `[start, end)`, two or more words, whole sentence first) for constituents; `heads` (1-based, 0 = root) and
     `deprels` for dependencies. Options: `structures` (`"constituency"`,
@@ -337,6 +357,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         self,
         is_split_into_words=None,
         split_sentences=None,
+        word_convention=None,
         keep_punctuation=None,
         return_scores=None,
         structures=None,
@@ -360,6 +381,8 @@ class UnsupervisedParsingPipeline(Pipeline):
             if not isinstance(split_sentences, bool):
                 raise TypeError(f"split_sentences must be True or False, got {split_sentences!r}")
             preprocess["split_sentences"] = split_sentences
+        if word_convention is not None:
+            preprocess["word_convention"] = check_word_convention(word_convention)
         if on_error is not None:
             preprocess["on_error"] = check_on_error(on_error)
         # The model's own options (None: its default), and `structures` where its `parse` can skip the others' work.
@@ -380,10 +403,14 @@ class UnsupervisedParsingPipeline(Pipeline):
         if split_sentences is None:  # the pipeline's own setting
             split_sentences = self._preprocess_params.get("split_sentences", True)
         on_error = check_on_error(kwargs.get("on_error") or self._preprocess_params.get("on_error", "raise"))
+        word_convention = kwargs.get("word_convention") or self._preprocess_params.get("word_convention")
+        if word_convention is not None:  # None: the model's (`sentences`)
+            check_word_convention(word_convention)
         if isinstance(inputs, str):
             if split:
                 check_words(inputs, "the sentence")  # the TypeError for a string given as words
-            return self.parse_sentences(self.sentences(inputs, False, None, split_sentences, on_error), kwargs)
+            sentences = self.sentences(inputs, False, None, split_sentences, on_error, word_convention)
+            return self.parse_sentences(sentences, kwargs)
         if inputs is None or isinstance(inputs, (int, float, bytes, dict)):
             raise TypeError(f"expected a string, a list of words or a batch of them, got {type(inputs).__name__}")
         if not isinstance(inputs, (list, tuple)):
@@ -405,7 +432,7 @@ class UnsupervisedParsingPipeline(Pipeline):
                 )
             # Checked (and split) once here; preprocess takes the result as it is.
             name = "the sentence" if single else f"{kind} {index}"
-            groups.append(self.sentences(item, as_words, name, split_sentences, on_error))
+            groups.append(self.sentences(item, as_words, name, split_sentences, on_error, word_convention))
         # The sentences of every item are parsed together, in batches of similar lengths across items.
         parses = iter(self.parse_sentences([sentence for group in groups for sentence in group], kwargs))
         if as_words:
@@ -427,7 +454,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         return outputs
 
     def sentences(
-        self, item, is_split_into_words=False, name=None, split_sentences=True, on_error="raise"
+        self, item, is_split_into_words=False, name=None, split_sentences=True, on_error="raise", word_convention=None
     ) -> list["_Sentence"]:
         """The sentences of one input (a word list: one; a text: those of `split_text`, none for an empty text), each
         with the indices of the words the model sees (its punctuation policy applied). A sentence the model cannot
@@ -447,7 +474,8 @@ class UnsupervisedParsingPipeline(Pipeline):
             except (SentenceError, TypeError) as error:
                 return [unparsable(item if isinstance(item, (list, tuple)) else [], error)]
         try:
-            sentences = split_text(item, name or "the text", split_sentences)
+            convention = word_convention or model_word_convention(self.model)
+            sentences = split_text(item, name or "the text", split_sentences, convention)
         except (SentenceError, TypeError) as error:
             return [unparsable(item.split() if isinstance(item, str) else [], error)]
         if split_sentences:  # a sentence is named by its index in the text's results
@@ -477,12 +505,14 @@ class UnsupervisedParsingPipeline(Pipeline):
             raise SentenceError(f"{name}: {message}")
         return _Sentence(words, seen, offsets, text)
 
-    def preprocess(self, item, is_split_into_words=False, split_sentences=True, on_error="raise"):
+    def preprocess(self, item, is_split_into_words=False, split_sentences=True, on_error="raise",
+                   word_convention=None):
         # A model input is a group of sentences, parsed in one batch: one sentence checked by `__call__`, or the
         # sentences of an item of a Dataset or generator (a list of results for a text, one result for a word list).
         if isinstance(item, _Sentence):
             return {"group": {"sentences": [item._asdict()], "as_list": False}}
-        sentences = self.sentences(item, is_split_into_words, split_sentences=split_sentences, on_error=on_error)
+        sentences = self.sentences(item, is_split_into_words, split_sentences=split_sentences, on_error=on_error,
+                                   word_convention=word_convention)
         as_list = not (is_split_into_words or isinstance(item, (list, tuple)))
         return {"group": {"sentences": [sentence._asdict() for sentence in sentences], "as_list": as_list}}
 

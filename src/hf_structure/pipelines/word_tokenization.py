@@ -12,7 +12,10 @@ or left alone, so the sequence below mirrors nltk's exactly (tests/pipelines/tes
 
 For raw text the pipeline uses two functions built on it: `sentence_offsets` (a rule-based English sentence
 splitter) and `tokenize_with_offsets` (the same split, each word as the text writes it with its character offsets,
-typographic punctuation split as its ASCII form, web and e-mail addresses whole).
+typographic punctuation split as its ASCII form, web and e-mail addresses whole). The words follow one of two
+conventions (`WORD_CONVENTIONS`), that of the text a model was trained on: "ptb" (the split above, as the Penn
+Treebank writes words: hyphenated words, "and/or", "1-2" whole) or "ud" (as UD English-EWT writes them: hyphens and
+slashes between words split off, runs of punctuation and emoticons whole, ...: `ud_offsets`).
 """
 
 import re
@@ -130,16 +133,23 @@ def _ascii_copy(text: str) -> tuple[str, list[int]]:
     return "".join(pieces), origin
 
 
-def tokenize_with_offsets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
+def tokenize_with_offsets(text: str, convention: str = "ptb") -> tuple[list[str], list[tuple[int, int]]]:
     """The words of `text` split as `word_tokenize` splits ASCII text, each as the text writes it (so that the text
     can be rebuilt from them: a '"' stays '"', where `word_tokenize` writes `` or ''), and the `[start, end)`
     character offsets of each in `text`: `text[start:end]` is the word. Typographic punctuation (“ ” ‘ ’ „ « » ‹ › …
     – — and fullwidth ！ ？ ...) splits as its ASCII form does: `“Quotes” don’t` gives `“`, `Quotes`, `”`, `do`,
     `n’t`. A web or e-mail address is one word, as UD English-EWT writes it (`WEB_OR_EMAIL`).
 
+    `convention` (one of `WORD_CONVENTIONS`): "ptb", the split above; "ud", that split re-cut as UD English-EWT
+    writes words (`ud_offsets`: `well-known` gives `well`, `-`, `known`; `and/or` gives `and`, `/`, `or`).
+
     >>> tokenize_with_offsets('He said "no."')
     (['He', 'said', '"', 'no', '.', '"'], [(0, 2), (3, 7), (8, 9), (9, 11), (11, 12), (12, 13)])
+    >>> tokenize_with_offsets("A well-known fact!!", convention="ud")[0]
+    ['A', 'well', '-', 'known', 'fact', '!!']
     """
+    if convention not in WORD_CONVENTIONS:
+        raise ValueError(f"convention must be one of {WORD_CONVENTIONS}, got {convention!r}")
     copy, origin = _ascii_copy(text)
     # An address is seen by the rules as one plain word of its length, so that no rule splits it.
     copy = WEB_OR_EMAIL.sub(lambda match: "x" * len(match[0]), copy)
@@ -161,7 +171,11 @@ def tokenize_with_offsets(text: str) -> tuple[list[str], list[tuple[int, int]]]:
         words.append(text[start:end])
         offsets.append((start, end))
         position += length
-    return split_inner_periods(words, offsets)
+    words, offsets = split_inner_periods(words, offsets)
+    if convention == "ud":
+        offsets = ud_offsets(text, offsets)
+        words = [text[start:end] for start, end in offsets]
+    return words, offsets
 
 
 def split_inner_periods(words: list[str], offsets: list[tuple[int, int]]) -> tuple[list, list]:
@@ -179,6 +193,137 @@ def split_inner_periods(words: list[str], offsets: list[tuple[int, int]]) -> tup
             split_words.append(word)
             split_offsets.append((start, end))
     return split_words, split_offsets
+
+
+# -- Word conventions -----------------------------------------------------------------------------------------------
+# How the words of a model's training text are cut: "ptb" as the Penn Treebank does (`tokenize_with_offsets`'s own
+# split), "ud" as UD English-EWT does (`ud_offsets`). The rules of "ud" were chosen on EWT's train part.
+WORD_CONVENTIONS = ("ptb", "ud")
+
+# What EWT writes as one word where the shared split makes several (joined only where they begin and end at word
+# boundaries): a run of . ! ? (`!!!`, `?!`, `....`); a run of one other punctuation mark (`<<`, `**`, `---`; not
+# brackets or quotes); an emoticon standing apart (`:)`, `;-)`, `:D`, `(:`); letters joined by & (`AT&T`, `P&L`) or
+# words by @ (`Rice@ENRON`, an address without a domain).
+_UD_WHOLE = re.compile(
+    r"[.!?]{2,}"
+    r"|([^\w\s.!?()\[\]{}\"'`])\1+"
+    r"|(?<!\S)(?:[:;=][-^']?[()\[\]DPpOo/\\|*]|[()][-^']?[:;=])(?=\s|$|[.,!?])"
+    r"|(?<![\w&])[^\W\d_]{1,4}&[^\W\d_]{1,4}(?![\w&])"
+    r"|(?<![\w@.])\w+@\w+(?![\w@])"
+)
+# Hyphens (ASCII, Unicode hyphen and non-breaking hyphen, en dash), which EWT splits off between words...
+_HYPHENS = "-\u2010\u2011\u2013"
+# ...except after a prefix that is no word of its own (e-mail, non-profit, mid-1980s, re-read): those seen on EWT's
+# train part, and a few more of their kind.
+UD_HYPHEN_PREFIXES = frozenset(
+    "anti arch co counter cross e ex extra hyper intra macro mega micro mid mini multi neo non over post pre pro "
+    "pseudo psycho quasi re semi socio sub super ultra un".split()
+)
+# Numbers that EWT keeps whole although they hold a hyphen or slash: three or more groups of digits (dates 10/20/2020
+# and 11-20-2000, telephone numbers 713-853-3989 and 713/853-6197), a telephone number or ZIP+4 code (555-1234,
+# 77042-2016), a month/day date (9/11, 12/27). Other numbers are cut there: ranges (1-2, 1969-1970), fractions (3/4).
+_UD_WHOLE_NUMBER = re.compile(
+    r"\d+(?:[-/]\d+){2,}|(?:\d{3}|\d{5})-\d{4}|(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])"
+)
+# Two single letters joined by a slash stay whole (w/o, l/c, I/S); other slashes are cut (and/or, he/she).
+_LETTER_PAIR = re.compile(r"[^\W\d_]/[^\W\d_]")
+# Where EWT cuts a word in two that the shared split keeps whole (the first part; the match must reach the word's end):
+# contractions written without an apostrophe (dont, cant, wont, im, youre, thats), a number and its unit (5pm, 7:30PM,
+# 35mm, 65k; ordinals 2nd and decades 1980s stay whole), a number and its period (a list's `1.`).
+_UD_CUT = re.compile(
+    r"(?i:(?:do|does|did|is|are|was|were|has|have|had|could|would|should|must|need|might|ca|wo|ai)(?=nt\Z)"
+    r"|i(?=(?:m|ve)\Z)|(?:you|they)(?=(?:re|ve|ll)\Z)|(?:that|what|there|here|he|she)(?=s\Z)"
+    r"|\d+(?:[.,:]\d+)*(?=(?:am|pm|k|m|b|bn|mm|cm|km|kg|mg|ml|oz|lbs?|ft|k?hz|mhz|ghz|kb|mb|gb|tb|mph|kph|mins?|"
+    r"hrs?|secs?)\Z))"
+    r"|\d+(?=\.\Z)"
+)
+# A single quote opening a word is cut off (`'degenerate'` gives `'`, `degenerate`, `'`), unless the word is a clitic.
+_CLITIC = re.compile(r"(?i)'(?:s|m|d|ll|re|ve|t|em|n|cause|til|tis|twas)")
+_BEFORE_OPENING_QUOTE = "([{\"\u201c\u2018"
+
+
+def ud_offsets(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The words at `offsets` in `text` (those of `tokenize_with_offsets`'s own split) re-cut as UD English-EWT writes
+    words. In each word that is no web or e-mail address and no number kept whole (`_UD_WHOLE_NUMBER`): an opening
+    single quote cut off; hyphens cut off between words (`well - known`, `1969 - 1970`) except after a prefix
+    (`UD_HYPHEN_PREFIXES`: `e-mail`, `non-profit`), and at a word's end (`book -`); slashes cut off (`and / or`,
+    `3 / 4`) except between two letters (`w/o`); the cuts of `_UD_CUT` (`do nt`, `5 pm`, `1 .`). Then the words
+    that make up a match of `_UD_WHOLE` are joined (`!!!`, `:)`, `AT&T`)."""
+    cut = []
+    for start, end in offsets:
+        if WEB_OR_EMAIL.fullmatch(text, start, end):
+            cut.append((start, end))
+            continue
+        if (
+            end - start > 1 and text[start] == "'" and text[start + 1].isalpha()
+            and not _CLITIC.fullmatch(text, start, end)
+            and (start == 0 or text[start - 1].isspace() or text[start - 1] in _BEFORE_OPENING_QUOTE)
+        ):
+            cut.append((start, start + 1))
+            start += 1
+        if _UD_WHOLE_NUMBER.fullmatch(text, start, end):
+            cut.append((start, end))
+            continue
+        piece_start = start
+        for position in range(start, end):
+            if _cuts_at(text, start, end, position):
+                if position > piece_start:
+                    cut += _cut_piece(text, piece_start, position)
+                cut.append((position, position + 1))
+                piece_start = position + 1
+        if piece_start < end:
+            cut += _cut_piece(text, piece_start, end)
+    return _join_whole(text, cut)
+
+
+def _join_whole(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`offsets` with the words that make up a match of `_UD_WHOLE` (from the start of one to the end of another)
+    joined into one."""
+    last_word_ending_at = {end: index for index, (_, end) in enumerate(offsets)}
+    joined = []
+    index = 0
+    while index < len(offsets):
+        start, end = offsets[index]
+        match = _UD_WHOLE.match(text, start)
+        last = last_word_ending_at.get(match.end()) if match else None
+        if last is not None and last > index:
+            end, index = match.end(), last
+        joined.append((start, end))
+        index += 1
+    return joined
+
+
+def _cuts_at(text: str, start: int, end: int, position: int) -> bool:
+    """Whether a hyphen or slash at `position` in the word `text[start:end]` (two characters or more) is cut off as
+    a word of its own: a hyphen ending the word (`book- and`) or starting it before a letter (`-more`; a negative
+    number stays whole), or one between two characters other than hyphens, except after a prefix; a slash between two
+    characters other than slashes, except between two letters."""
+    character = text[position]
+    if end - start < 2 or character not in _HYPHENS + "/":
+        return False
+    if position in (start, end - 1):
+        if character == "/":
+            return False
+        neighbour = text[start + 1] if position == start else text[end - 2]
+        return neighbour not in _HYPHENS and (position == end - 1 or neighbour.isalpha())
+    before, after = text[position - 1], text[position + 1]
+    if character == "/":
+        return "/" not in (before, after) and not _LETTER_PAIR.fullmatch(text, start, end)
+    if before in _HYPHENS or after in _HYPHENS:
+        return False
+    prefix_start = position
+    while prefix_start > start and text[prefix_start - 1].isalnum():
+        prefix_start -= 1
+    at_word_start = prefix_start == start or text[prefix_start - 1] not in _HYPHENS
+    return not (at_word_start and text[prefix_start:position].lower() in UD_HYPHEN_PREFIXES)
+
+
+def _cut_piece(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """`text[start:end]` (part of a word, between cut hyphens and slashes) as one or two words (`_UD_CUT`)."""
+    match = _UD_CUT.match(text, start, end)
+    if match and match.end() > start:
+        return [(start, match.end()), (match.end(), end)]
+    return [(start, end)]
 
 
 # -- Sentences ------------------------------------------------------------------------------------------------------

@@ -13,6 +13,13 @@ from transformers import BertConfig, PreTrainedConfig
 PUNCTUATION_POLICIES = ("reattach", "keep")
 
 
+# Copied from hf_structure.configuration_utils.WORD_CONVENTIONS
+# How the pipeline cuts raw text into words for a model: as its training text was cut, "ptb" as the Penn Treebank
+# does (hyphenated words whole), "ud" as UD English-EWT does (hyphens and slashes between words split off); see the
+# pipeline's word_tokenization.py. A config class names its model's default (`default_word_convention`).
+WORD_CONVENTIONS = ("ptb", "ud")
+
+
 # Copied from hf_structure.configuration_utils._installed_pipeline_registered
 def _installed_pipeline_registered() -> bool:
     from transformers.pipelines import PIPELINE_REGISTRY
@@ -31,14 +38,23 @@ class StructureConfig(PreTrainedConfig):
 
     Args:
         punctuation_policy: one of `PUNCTUATION_POLICIES`.
+        word_convention: how the pipeline cuts raw text into words, as the model's training text was cut: one of
+            `WORD_CONVENTIONS`; None (and a config.json without the key): the config class's
+            `default_word_convention` ("ptb" unless a model trained on other text says otherwise).
     """
 
     default_auto_map = {}
+    default_word_convention = "ptb"
 
-    def __init__(self, punctuation_policy="keep", **kwargs):
+    def __init__(self, punctuation_policy="keep", word_convention=None, **kwargs):
         if punctuation_policy not in PUNCTUATION_POLICIES:
             raise ValueError(f"punctuation_policy must be one of {PUNCTUATION_POLICIES}, got {punctuation_policy!r}")
+        if word_convention is None:
+            word_convention = self.default_word_convention
+        if word_convention not in WORD_CONVENTIONS:
+            raise ValueError(f"word_convention must be one of {WORD_CONVENTIONS}, got {word_convention!r}")
         self.punctuation_policy = punctuation_policy
+        self.word_convention = word_convention
         kwargs["auto_map"] = {**self.default_auto_map, **(kwargs.get("auto_map") or {})}
         if kwargs.get("custom_pipelines") and _installed_pipeline_registered():
             # hf_structure is imported: its registered pipeline serves the task, so the folder's copy (which would
@@ -124,6 +140,8 @@ class ArcHybridConfig(StructureConfig):
     }
     # Evaluation also reports the scores of these decodings (`uas_eisner`, ...): the paper's arcs-only ablation.
     reported_head_decodings = ("eisner",)
+    # Trained on UD English-EWT: raw text is cut into words as EWT cuts it.
+    default_word_convention = "ud"
 
     def __init__(
         self,

@@ -86,6 +86,8 @@ class ArcHybridConfig(StructureConfig):
     }
     # Evaluation also reports the scores of these decodings (`uas_eisner`, ...): the paper's arcs-only ablation.
     reported_head_decodings = ("eisner",)
+    # Trained on UD English-EWT: raw text is cut into words as EWT cuts it.
+    default_word_convention = "ud"
 
     def __init__(
         self,

@@ -58,6 +58,8 @@ class G2GTrConfig(StructureConfig):
         "AutoConfig": "configuration_g2gtr.G2GTrConfig",
         "AutoModel": "modeling_g2gtr.G2GTrForParsing",
     }
+    # Trained on UD English-EWT: raw text is cut into words as EWT cuts it.
+    default_word_convention = "ud"
 
     def __init__(
         self,
