@@ -30,9 +30,10 @@ test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not benchmark" tests
 	$(PY) -m pytest -q -p no:cacheprovider -m benchmark tests
 
-# ruff's rules and mypy (both configured in pyproject.toml).
+# ruff's rules and format, and mypy (all configured in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests scripts benchmarks
+	$(VENV)/bin/ruff format --check src tests scripts benchmarks
 	$(VENV)/bin/mypy
 
 # The generated files: the Hub code against its modular sources, the shipped checkpoints' cards against their

@@ -75,8 +75,10 @@ def parser_speed(name: str, batch_size: int) -> None:
         start = time.perf_counter()
         parse_word_lists(model, tokenizer, sentences, batch_size, head_decoding=decoding)
         seconds = time.perf_counter() - start
-        print(f"parser {name} ({decoding} decoding): {len(sentences)} EWT test sentences in {seconds:.1f} s, "
-              f"{len(sentences) / seconds:.1f} sentences/s (batches of {batch_size}, sorted by length)")
+        print(
+            f"parser {name} ({decoding} decoding): {len(sentences)} EWT test sentences in {seconds:.1f} s, "
+            f"{len(sentences) / seconds:.1f} sentences/s (batches of {batch_size}, sorted by length)"
+        )
 
 
 def main(argv=None) -> None:
@@ -95,8 +97,10 @@ def main(argv=None) -> None:
 
     lengths = wsj23_like_lengths(args.sentences)
     print(f"{machine_description()}; {flag_summary()}")
-    print(f"{len(lengths)} sentences, mean {sum(lengths) / len(lengths):.1f} words, longest {max(lengths)}, "
-          f"batches of {args.batch_size} sorted by length, {args.buckets} stack-size buckets")
+    print(
+        f"{len(lengths)} sentences, mean {sum(lengths) / len(lengths):.1f} words, longest {max(lengths)}, "
+        f"batches of {args.batch_size} sorted by length, {args.buckets} stack-size buckets"
+    )
     generator = torch.Generator().manual_seed(0)
     inputs = [random_scores(b, args.buckets, generator) for b in batches(lengths, args.batch_size)]
 
@@ -106,18 +110,23 @@ def main(argv=None) -> None:
 
     decoders = {
         "first-order Eisner (structs.decoding.eisner)": lambda s: eisner(
-            s["arcs"][:, :-1, :-1].transpose(1, 2), word_mask(s)),
+            s["arcs"][:, :-1, :-1].transpose(1, 2), word_mask(s)
+        ),
         "O(n^3) minimal-feature DP (Shi et al.)": lambda s: minimal_feature_dp(
-            s["minimal"], s["arcs"], s["lengths"], single_root=True),
+            s["minimal"], s["arcs"], s["lengths"], single_root=True
+        ),
         "O(n^4) stack-size DP (Le Roux et al.; O(Q n^3) with Q buckets)": lambda s: stack_size_dp(
-            s["transitions"], s["matching"], s["arcs"], s["lengths"], single_root=True),
+            s["transitions"], s["matching"], s["arcs"], s["lengths"], single_root=True
+        ),
     }
     time_decoder("warm-up", decoders["O(n^3) minimal-feature DP (Shi et al.)"], inputs[:1])
     results = {name: time_decoder(name, decode, inputs) for name, decode in decoders.items()}
     eisner_time = results["first-order Eisner (structs.decoding.eisner)"]
     for name, seconds in results.items():
-        print(f"{name}: {seconds:.2f} s, {len(lengths) / seconds:.0f} sentences/s, "
-              f"{seconds / eisner_time:.2f}x Eisner's time")
+        print(
+            f"{name}: {seconds:.2f} s, {len(lengths) / seconds:.0f} sentences/s, "
+            f"{seconds / eisner_time:.2f}x Eisner's time"
+        )
     if args.parser:
         parser_speed(args.parser, 64)
 

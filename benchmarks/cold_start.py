@@ -79,8 +79,13 @@ def time_cold_starts(runs: dict[str, tuple[str, dict]], repeats: int) -> dict[st
     timings: dict[str, list[dict]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, (code, env) in runs.items():  # in turns, so that a busy spell hits every contender
-            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                  env={**os.environ, "HF_HUB_OFFLINE": "1", **env}, timeout=600)
+            done = subprocess.run(
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+                timeout=600,
+            )
             if done.returncode != 0:
                 raise SystemExit(f"{name}: failed\n{done.stderr[-2000:]}")
             timings[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -128,8 +133,10 @@ def main() -> None:
     for name, runs in timings.items():
         median = statistics.median(totals[name])
         steps = ", ".join(f"{step} {statistics.median(run[step] for run in runs):.2f}" for step in runs[0])
-        print(f"  {name}: median {median:.2f} (min {min(totals[name]):.2f}), {median / reference:.2f}x spaCy's "
-              f"model; {steps}")
+        print(
+            f"  {name}: median {median:.2f} (min {min(totals[name]):.2f}), {median / reference:.2f}x spaCy's "
+            f"model; {steps}"
+        )
 
     print("install size (the package and its base requirements, as installed here), MB:")
     for label, roots in (("hf_structure", ["hf_structure"]), (f"spaCy + {SPACY_MODEL}", ["spacy", SPACY_MODEL])):
@@ -137,8 +144,10 @@ def main() -> None:
         for root in roots:
             sizes.update(install_closure(root))
         largest = sorted(sizes.items(), key=lambda item: -item[1])[:5]
-        print(f"  {label}: {sum(sizes.values()) / 1e6:.0f} MB in {len(sizes)} distributions; largest: "
-              + ", ".join(f"{name} {size / 1e6:.0f}" for name, size in largest))
+        print(
+            f"  {label}: {sum(sizes.values()) / 1e6:.0f} MB in {len(sizes)} distributions; largest: "
+            + ", ".join(f"{name} {size / 1e6:.0f}" for name, size in largest)
+        )
 
 
 if __name__ == "__main__":

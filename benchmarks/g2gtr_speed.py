@@ -48,9 +48,13 @@ def naive_scores(model, batch):
     logits = []
     for c in range(len(batch["actions"])):
         s = int(batch["sentence_index"][c])
-        out = model(input_ids=batch["input_ids"][s : s + 1], attention_mask=batch["attention_mask"][s : s + 1],
-                    relations=batch["relations"][c : c + 1], token_labels=batch["token_labels"][c : c + 1],
-                    slot_positions=batch["slot_positions"][c : c + 1])
+        out = model(
+            input_ids=batch["input_ids"][s : s + 1],
+            attention_mask=batch["attention_mask"][s : s + 1],
+            relations=batch["relations"][c : c + 1],
+            token_labels=batch["token_labels"][c : c + 1],
+            slot_positions=batch["slot_positions"][c : c + 1],
+        )
         logits.append(out.action_logits)
     return torch.cat(logits)
 
@@ -68,8 +72,13 @@ def naive_parse(model, tokenizer, words):
     configuration = SwapConfiguration(len(words))
     while not configuration.is_terminal():
         slots = torch.tensor([configuration_slot_positions(configuration, first)])
-        out = model(input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], relations=relations,
-                    token_labels=token_labels, slot_positions=slots)
+        out = model(
+            input_ids=encoded["input_ids"],
+            attention_mask=encoded["attention_mask"],
+            relations=relations,
+            token_labels=token_labels,
+            slot_positions=slots,
+        )
         legal = torch.tensor([configuration.legal_actions()])
         action = int(out.action_logits.masked_fill(~legal, float("-inf")).argmax())
         label = None
@@ -105,9 +114,11 @@ def naive_comparison(args) -> None:
         deprels = sorted({label for sentence in train for label in sentence["deprels"]})
         arguments = G2GTrTrainingArguments(encoder=args.encoder, graph_layers=args.graph_layers)
         model, tokenizer = new_parser("g2gtr", arguments, train, deprels)
-    print(f"threads {torch.get_num_threads()}, graph layers {model.config.graph_layers} of "
-          f"{model.config.encoder_config.num_hidden_layers}, bf16 autocast {args.bf16}, "
-          f"{len(train)} EWT train sentences")
+    print(
+        f"threads {torch.get_num_threads()}, graph layers {model.config.graph_layers} of "
+        f"{model.config.encoder_config.num_hidden_layers}, bf16 autocast {args.bf16}, "
+        f"{len(train)} EWT train sentences"
+    )
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16)
 
     # Training: forward + backward over every oracle configuration of the sentences.
@@ -119,18 +130,27 @@ def naive_comparison(args) -> None:
     with autocast:
         _, batched = timed(lambda: model(**batch).loss.backward())
         model.zero_grad()
-        naive_loss = lambda: sum(  # noqa: E731
-            model(input_ids=batch["input_ids"][int(s) : int(s) + 1],
-                  attention_mask=batch["attention_mask"][int(s) : int(s) + 1],
-                  relations=batch["relations"][c : c + 1], token_labels=batch["token_labels"][c : c + 1],
-                  slot_positions=batch["slot_positions"][c : c + 1], actions=batch["actions"][c : c + 1],
-                  arc_labels=batch["arc_labels"][c : c + 1]).loss for c, s in enumerate(batch["sentence_index"])
-        ).backward()
+        naive_loss = (  # noqa: E731
+            lambda: sum(
+                model(
+                    input_ids=batch["input_ids"][int(s) : int(s) + 1],
+                    attention_mask=batch["attention_mask"][int(s) : int(s) + 1],
+                    relations=batch["relations"][c : c + 1],
+                    token_labels=batch["token_labels"][c : c + 1],
+                    slot_positions=batch["slot_positions"][c : c + 1],
+                    actions=batch["actions"][c : c + 1],
+                    arc_labels=batch["arc_labels"][c : c + 1],
+                ).loss
+                for c, s in enumerate(batch["sentence_index"])
+            ).backward()
+        )
         _, naive = timed(naive_loss)
         model.zero_grad()
-    print(f"training, {configurations} configurations: batched {len(train) / batched:.1f} sentences/s "
-          f"({configurations / batched:.0f} configurations/s), naive {len(train) / naive:.2f} sentences/s; "
-          f"ratio {naive / batched:.1f}x")
+    print(
+        f"training, {configurations} configurations: batched {len(train) / batched:.1f} sentences/s "
+        f"({configurations / batched:.0f} configurations/s), naive {len(train) / naive:.2f} sentences/s; "
+        f"ratio {naive / batched:.1f}x"
+    )
     model.eval()
     with torch.no_grad(), autocast:
         same = torch.allclose(model(**batch).action_logits.float(), naive_scores(model, batch).float(), atol=2e-2)
@@ -142,8 +162,10 @@ def naive_comparison(args) -> None:
         parses, batched = timed(lambda: model.parse(words, tokenizer))
         naive_heads, naive = timed(lambda: [naive_parse(model, tokenizer, w) for w in words])
     agree = sum(p["heads"] == h for p, h in zip(parses, naive_heads))
-    print(f"parsing: batched {len(words) / batched:.1f} sentences/s, naive {len(words) / naive:.2f} sentences/s; "
-          f"ratio {naive / batched:.1f}x; identical trees {agree} of {len(words)}")
+    print(
+        f"parsing: batched {len(words) / batched:.1f} sentences/s, naive {len(words) / naive:.2f} sentences/s; "
+        f"ratio {naive / batched:.1f}x; identical trees {agree} of {len(words)}"
+    )
 
 
 class StageTimer:
@@ -228,9 +250,14 @@ def child(args) -> None:
     parses = parse(sentences, batch_size=args.batch_size, is_split_into_words=True)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     result = {
-        "source": str(Path(hf_structure.__file__).parents[1]), "seconds": seconds, "cpu_seconds": cpu_seconds,
-        "load": [load, os.getloadavg()[0]], "threads": torch.get_num_threads(), "stages": timer.seconds,
-        "calls": timer.calls, "parses": [[p["heads"], p["deprels"]] for p in parses],
+        "source": str(Path(hf_structure.__file__).parents[1]),
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "load": [load, os.getloadavg()[0]],
+        "threads": torch.get_num_threads(),
+        "stages": timer.seconds,
+        "calls": timer.calls,
+        "parses": [[p["heads"], p["deprels"]] for p in parses],
     }
     Path(args.result).write_text(json.dumps(result))
 
@@ -239,8 +266,21 @@ def run_child(model: str, source: Path, words: Path, args, profile: bool = False
     """`child` in a fresh interpreter that imports hf_structure from `source` (a checkout's `src`)."""
     with tempfile.TemporaryDirectory() as folder:
         result = Path(folder) / "result.json"
-        command = [sys.executable, __file__, "child", "--model", model, "--words", str(words), "--result",
-                   str(result), "--batch-size", str(args.batch_size), "--threads", str(args.threads)]
+        command = [
+            sys.executable,
+            __file__,
+            "child",
+            "--model",
+            model,
+            "--words",
+            str(words),
+            "--result",
+            str(result),
+            "--batch-size",
+            str(args.batch_size),
+            "--threads",
+            str(args.threads),
+        ]
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
         subprocess.run(command + (["--profile"] if profile else []), env=environment, check=True)
         return json.loads(result.read_text())
@@ -248,8 +288,10 @@ def run_child(model: str, source: Path, words: Path, args, profile: bool = False
 
 def print_profile(name: str, result: dict, sentences: int) -> None:
     total = result["cpu_seconds"]
-    print(f"\n{name} ({result['source']}): {sentences} sentences in {total:.2f} CPU s ({sentences / total:.1f}/s; "
-          f"wall {result['seconds']:.2f} s), load {result['load'][0]:.1f}")
+    print(
+        f"\n{name} ({result['source']}): {sentences} sentences in {total:.2f} CPU s ({sentences / total:.1f}/s; "
+        f"wall {result['seconds']:.2f} s), load {result['load'][0]:.1f}"
+    )
     print("| stage | CPU seconds | share | calls |\n|---|---|---|---|")
     for stage, seconds in sorted(result["stages"].items(), key=lambda item: -item[1]):
         print(f"| {stage} | {seconds:.3f} | {100 * seconds / total:.1f}% | {result['calls'][stage]} |")
@@ -270,15 +312,20 @@ def pipeline_comparison(args) -> None:
     if args.baseline_src:
         contenders.update((f"{name} (baseline)", Path(args.baseline_src).resolve()) for name in PIPELINE_MODELS)
     torch.set_num_threads(args.threads)
-    print(f"{machine_description()}; {len(sentences)} sentences of {args.treebank.name} as words, batch size "
-          f"{args.batch_size}, {args.threads} thread(s) in every parser; baseline: {args.baseline_src or 'none'}")
+    print(
+        f"{machine_description()}; {len(sentences)} sentences of {args.treebank.name} as words, batch size "
+        f"{args.batch_size}, {args.threads} thread(s) in every parser; baseline: {args.baseline_src or 'none'}"
+    )
     with tempfile.TemporaryDirectory() as folder:
         words = Path(folder) / "words.json"
         if args.profile:
             words.write_text(json.dumps(sentences[: args.profile_sentences]))
             for name, source in contenders.items():
-                print_profile(name, run_child(name.split(" ")[0], source, words, args, profile=True),
-                              min(len(sentences), args.profile_sentences))
+                print_profile(
+                    name,
+                    run_child(name.split(" ")[0], source, words, args, profile=True),
+                    min(len(sentences), args.profile_sentences),
+                )
         words.write_text(json.dumps(sentences))
         rates = {name: [] for name in contenders}
         print("\n| round | parser | sentences/s | wall s | CPU s | load before/after |\n|---|---|---|---|---|---|")
@@ -287,21 +334,29 @@ def pipeline_comparison(args) -> None:
             for name, source in contenders.items():
                 result = results[name] = run_child(name.split(" ")[0], source, words, args)
                 rates[name].append(len(sentences) / result["seconds"])
-                print(f"| {round_number} | {name} | {rates[name][-1]:.1f} | {result['seconds']:.1f} | "
-                      f"{result['cpu_seconds']:.1f} | {result['load'][0]:.1f} / {result['load'][1]:.1f} |",
-                      flush=True)
+                print(
+                    f"| {round_number} | {name} | {rates[name][-1]:.1f} | {result['seconds']:.1f} | "
+                    f"{result['cpu_seconds']:.1f} | {result['load'][0]:.1f} / {result['load'][1]:.1f} |",
+                    flush=True,
+                )
             cpu = {name: result["cpu_seconds"] for name, result in results.items()}
-            line = (f"round {round_number}: g2gtr-ewt / arc-hybrid-ewt = "
-                    f"{rates['g2gtr-ewt'][-1] / rates['arc-hybrid-ewt'][-1]:.3f} (wall), "
-                    f"{cpu['arc-hybrid-ewt'] / cpu['g2gtr-ewt']:.3f} (CPU)")
+            line = (
+                f"round {round_number}: g2gtr-ewt / arc-hybrid-ewt = "
+                f"{rates['g2gtr-ewt'][-1] / rates['arc-hybrid-ewt'][-1]:.3f} (wall), "
+                f"{cpu['arc-hybrid-ewt'] / cpu['g2gtr-ewt']:.3f} (CPU)"
+            )
             if args.baseline_src:
                 g2gtr, arc_hybrid = "g2gtr-ewt (baseline)", "arc-hybrid-ewt (baseline)"
-                line += (f"; the baseline's: {rates[g2gtr][-1] / rates[arc_hybrid][-1]:.3f} (wall), "
-                         f"{cpu[arc_hybrid] / cpu[g2gtr]:.3f} (CPU)")
+                line += (
+                    f"; the baseline's: {rates[g2gtr][-1] / rates[arc_hybrid][-1]:.3f} (wall), "
+                    f"{cpu[arc_hybrid] / cpu[g2gtr]:.3f} (CPU)"
+                )
                 for name in PIPELINE_MODELS:
-                    line += (f"; {name} speed-up over the baseline "
-                             f"{rates[name][-1] / rates[name + ' (baseline)'][-1]:.2f}x (wall), "
-                             f"{cpu[name + ' (baseline)'] / cpu[name]:.2f}x (CPU)")
+                    line += (
+                        f"; {name} speed-up over the baseline "
+                        f"{rates[name][-1] / rates[name + ' (baseline)'][-1]:.2f}x (wall), "
+                        f"{cpu[name + ' (baseline)'] / cpu[name]:.2f}x (CPU)"
+                    )
             print(line, flush=True)
         if args.baseline_src and args.rounds:
             for name in PIPELINE_MODELS:

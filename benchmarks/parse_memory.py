@@ -36,7 +36,7 @@ def ewt_texts(folder: Path) -> list[str]:
     for split in ("train", "dev", "test"):
         for line in (folder / f"en_ewt-ud-{split}.conllu").read_text(encoding="utf-8").splitlines():
             if line.startswith("# text = "):
-                texts.append(line[len("# text = "):])
+                texts.append(line[len("# text = ") :])
     return texts
 
 
@@ -74,9 +74,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         source, output = Path(folder) / "in.txt", Path(folder) / "out.jsonl"
         source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        command = [sys.executable, "-m", "hf_structure.cli", "parse", "--model", args.model, "--input", str(source),
-                   "--output", str(output), "--no-split-sentences", "--threads", str(args.threads),
-                   "--no-progress"]
+        command = [
+            sys.executable,
+            "-m",
+            "hf_structure.cli",
+            "parse",
+            "--model",
+            args.model,
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+            "--no-split-sentences",
+            "--threads",
+            str(args.threads),
+            "--no-progress",
+        ]
         start = time.perf_counter()
         child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         samples = []  # (seconds, results written, RSS MiB, peak RSS so far MiB)
@@ -96,16 +109,23 @@ def main() -> None:
     baseline, final = after[0], samples[-1]
     parsing = [sample for sample in samples if sample[1] > 0]
     seconds = parsing[-1][0] - parsing[0][0] if len(parsing) > 1 else float("nan")
-    print(json.dumps({
-        "model": args.model,
-        "lines": total,
-        "threads": args.threads,
-        "peak_rss_mib_after_first": {"results": baseline[1], "peak_rss": round(baseline[3])},
-        "peak_rss_mib_at_the_end": {"results": final[1], "peak_rss": round(final[3])},
-        "peak_ratio": round(final[3] / baseline[3], 3),
-        "lines_per_s_while_parsing": round((parsing[-1][1] - parsing[0][1]) / seconds, 1) if seconds else None,
-        "rss_mib_by_results": [[results, round(rss)] for _, results, rss, _ in samples[:: max(1, len(samples) // 20)]],
-    }))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "lines": total,
+                "threads": args.threads,
+                "peak_rss_mib_after_first": {"results": baseline[1], "peak_rss": round(baseline[3])},
+                "peak_rss_mib_at_the_end": {"results": final[1], "peak_rss": round(final[3])},
+                "peak_ratio": round(final[3] / baseline[3], 3),
+                "lines_per_s_while_parsing": round((parsing[-1][1] - parsing[0][1]) / seconds, 1) if seconds else None,
+                "rss_mib_by_results": [
+                    [results, round(rss)] for _, results, rss, _ in samples[:: max(1, len(samples) // 20)]
+                ],
+            }
+        )
+    )
+
 
 if __name__ == "__main__":
     main()

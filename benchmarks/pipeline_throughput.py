@@ -72,21 +72,33 @@ def time_pipeline(parser, sentences, batch_size: int, repeats: int, options: dic
 def main(argv=None):
     parser_args = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser_args.add_argument("--model", default=DEFAULT_MODEL, help=f"model name or folder (default {DEFAULT_MODEL})")
-    parser_args.add_argument("--random-model", action="store_true",
-                             help="an untrained model of the paper's size instead of --model")
-    parser_args.add_argument("--treebank", type=Path, default=DEFAULT_TREEBANK,
-                             help="gold treebank folder with mrg/ (default ../shared/data/ptb-sample/dev)")
+    parser_args.add_argument(
+        "--random-model", action="store_true", help="an untrained model of the paper's size instead of --model"
+    )
+    parser_args.add_argument(
+        "--treebank",
+        type=Path,
+        default=DEFAULT_TREEBANK,
+        help="gold treebank folder with mrg/ (default ../shared/data/ptb-sample/dev)",
+    )
     parser_args.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
     parser_args.add_argument("--batch-sizes", default="1,32", help="comma list; the first is the baseline (1,32)")
     parser_args.add_argument("--warmup", type=int, default=32, help="sentences parsed untimed first, per batch size")
     parser_args.add_argument("--repeats", type=int, default=1, help="timed passes per batch size (median reported)")
-    parser_args.add_argument("--sort-by-length", action="store_true",
-                             help="feed sentences shortest first (less padding per batch) instead of file order")
-    parser_args.add_argument("--structures", default=None,
-                             help="comma list passed as the pipeline's structures= (default: all the model gives)")
+    parser_args.add_argument(
+        "--sort-by-length",
+        action="store_true",
+        help="feed sentences shortest first (less padding per batch) instead of file order",
+    )
+    parser_args.add_argument(
+        "--structures",
+        default=None,
+        help="comma list passed as the pipeline's structures= (default: all the model gives)",
+    )
     parser_args.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
-    parser_args.add_argument("--quick", action="store_true",
-                             help="smoke run: tiny random model, 40 sentences (or --limit)")
+    parser_args.add_argument(
+        "--quick", action="store_true", help="smoke run: tiny random model, 40 sentences (or --limit)"
+    )
     args = parser_args.parse_args(argv)
     if args.quick:
         args.limit, args.warmup = args.limit or 40, 4
@@ -144,7 +156,8 @@ def main(argv=None):
             print(
                 f"  batch_size {batch_size:>3}: {len(sentences) / seconds:8.1f} sentences/s, "
                 f"{sum(lengths) / seconds:9.1f} words/s ({seconds:.2f} s; passes: "
-                + ", ".join(f"{s:.2f}" for s in passes) + " s)",
+                + ", ".join(f"{s:.2f}" for s in passes)
+                + " s)",
                 flush=True,
             )
 

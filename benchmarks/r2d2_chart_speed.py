@@ -58,8 +58,25 @@ CHARTS = {
     "before": (chart_before, reference_composition_transformer),
     "now": (encode_pruned_chart, R2D2Model.composition_transformer),
 }
-VIEW_OPS = {"view", "_unsafe_view", "unsqueeze", "squeeze", "slice", "select", "expand", "t", "transpose",
-            "permute", "as_strided", "alias", "detach", "lift_fresh", "unbind", "split", "split_with_sizes"}
+VIEW_OPS = {
+    "view",
+    "_unsafe_view",
+    "unsqueeze",
+    "squeeze",
+    "slice",
+    "select",
+    "expand",
+    "t",
+    "transpose",
+    "permute",
+    "as_strided",
+    "alias",
+    "detach",
+    "lift_fresh",
+    "unbind",
+    "split",
+    "split_with_sizes",
+}
 
 
 class CountOps(TorchDispatchMode):
@@ -121,10 +138,16 @@ def main(argv=None) -> None:
         parser.error(f"only {len(lines)} PTB valid sentences have 18-22 words")
     tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
     torch.manual_seed(0)
-    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=args.hidden_size,
-                        num_attention_heads=args.num_attention_heads, intermediate_size=args.intermediate_size,
-                        num_composition_layers=args.num_composition_layers, window_size=args.window,
-                        hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
+    config = R2D2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=args.hidden_size,
+        num_attention_heads=args.num_attention_heads,
+        intermediate_size=args.intermediate_size,
+        num_composition_layers=args.num_composition_layers,
+        window_size=args.window,
+        hidden_dropout_prob=args.dropout,
+        attention_probs_dropout_prob=args.dropout,
+    )
     model = R2D2ForLanguageModeling(config).to(device).train()
     stand_in = torch.nn.Linear(2 * args.hidden_size, args.hidden_size + 1).to(device)
 
@@ -147,8 +170,9 @@ def main(argv=None) -> None:
     def chart_step(path, encoded, labels):
         chart = path[0]
         leaves = model.r2d2.embed_tokens(encoded["input_ids"])
-        encoding = chart(leaves, encoded["attention_mask"].sum(-1), stand_in_compose, model.r2d2.choose_split,
-                         args.window)
+        encoding = chart(
+            leaves, encoded["attention_mask"].sum(-1), stand_in_compose, model.r2d2.choose_split, args.window
+        )
         (encoding.node_states[encoding.roots].sum() + encoding.node_log_p.sum()).backward()
 
     def seconds(step, path, encoded, labels):
@@ -162,15 +186,21 @@ def main(argv=None) -> None:
         return time.perf_counter() - start
 
     threads = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
-    print(f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}{threads}; torch "
-          f"{torch.__version__}")
-    print(f"model: hidden {args.hidden_size}, {args.num_attention_heads} heads, feed-forward "
-          f"{args.intermediate_size}, {args.num_composition_layers} composition layers, window {args.window}, "
-          f"dropout {args.dropout}, vocabulary {len(tokenizer)}; PTB valid sentences of 18-22 words; median of "
-          f"{steps} step(s)")
+    print(
+        f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}{threads}; torch "
+        f"{torch.__version__}"
+    )
+    print(
+        f"model: hidden {args.hidden_size}, {args.num_attention_heads} heads, feed-forward "
+        f"{args.intermediate_size}, {args.num_composition_layers} composition layers, window {args.window}, "
+        f"dropout {args.dropout}, vocabulary {len(tokenizer)}; PTB valid sentences of 18-22 words; median of "
+        f"{steps} step(s)"
+    )
     print()
-    print("| batch | path | training step, ms/sentence | sentences/s | chart alone, ms/sentence "
-          "| operations per training step (not views) |")
+    print(
+        "| batch | path | training step, ms/sentence | sentences/s | chart alone, ms/sentence "
+        "| operations per training step (not views) |"
+    )
     print("|---|---|---|---|---|---|")
     for size in batch_sizes:
         encoded, labels = batch_of(size)
@@ -188,8 +218,10 @@ def main(argv=None) -> None:
             operations, kernels = counter.totals()
             step_time = statistics.median(times[name, "training"])
             chart_time = statistics.median(times[name, "chart"])
-            print(f"| {size} | {name} | {1000 * step_time / size:.2f} | {size / step_time:,.1f} "
-                  f"| {1000 * chart_time / size:.3f} | {operations:,} ({kernels:,}) |")
+            print(
+                f"| {size} | {name} | {1000 * step_time / size:.2f} | {size / step_time:,.1f} "
+                f"| {1000 * chart_time / size:.3f} | {operations:,} ({kernels:,}) |"
+            )
 
     print()
     encoded, labels = batch_of(max(batch_sizes))
@@ -204,8 +236,10 @@ def main(argv=None) -> None:
     model.train()
     same_trees = sum(a == b for a, b in zip(trees["before"], trees["now"]))
     same_counts = sum(a == b for a, b in zip(compositions["before"], compositions["now"]))
-    print(f"evaluation, {len(lines)} sentences: same trees {same_trees}/{len(lines)}, same composition counts "
-          f"{same_counts}/{len(lines)} ({sum(compositions['now']) / len(lines):.1f} compositions a sentence)")
+    print(
+        f"evaluation, {len(lines)} sentences: same trees {same_trees}/{len(lines)}, same composition counts "
+        f"{same_counts}/{len(lines)} ({sum(compositions['now']) / len(lines):.1f} compositions a sentence)"
+    )
     losses, gradients = {}, {}
     for name, path in CHARTS.items():
         torch.manual_seed(0)
@@ -216,9 +250,11 @@ def main(argv=None) -> None:
     difference = max(float((a - b).abs().max()) for a, b in zip(gradients["before"], gradients["now"]))
     largest = max(float(a.abs().max()) for a in gradients["before"])
     noise = "the two draw different dropout masks" if args.dropout > 0 else "no dropout"
-    print(f"training step, same seed ({noise}): loss {losses['before']:.6f} before, {losses['now']:.6f} now "
-          f"(relative difference {abs(losses['now'] - losses['before']) / abs(losses['before']):.1e}); largest "
-          f"gradient difference {difference:.1e}, largest gradient {largest:.1e}")
+    print(
+        f"training step, same seed ({noise}): loss {losses['before']:.6f} before, {losses['now']:.6f} now "
+        f"(relative difference {abs(losses['now'] - losses['before']) / abs(losses['before']):.1e}); largest "
+        f"gradient difference {difference:.1e}, largest gradient {largest:.1e}"
+    )
 
 
 if __name__ == "__main__":

@@ -49,21 +49,25 @@ def main(argv=None) -> None:
     else:
         torch.manual_seed(0)
         tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
-        config = R2D2Config(vocab_size=len(tokenizer), hidden_size=128, num_attention_heads=4,
-                            intermediate_size=512, window_size=4)
+        config = R2D2Config(
+            vocab_size=len(tokenizer), hidden_size=128, num_attention_heads=4, intermediate_size=512, window_size=4
+        )
         model = R2D2ForLanguageModeling(config)
     r2d2 = model.r2d2.eval()
     lines = [line for line in ptb_lm_lines("valid") if line.split()][: args.sentences]
     print(f"{machine_description()}; {flag_summary()}")
-    print(f"model: hidden {r2d2.config.hidden_size}, {r2d2.config.num_composition_layers} composition layers, "
-          f"window {r2d2.config.window_size}; {len(lines)} sentences, {sum(len(x.split()) for x in lines)} words")
+    print(
+        f"model: hidden {r2d2.config.hidden_size}, {r2d2.config.num_composition_layers} composition layers, "
+        f"window {r2d2.config.window_size}; {len(lines)} sentences, {sum(len(x.split()) for x in lines)} words"
+    )
 
     with torch.no_grad():
         start = time.perf_counter()
         batched, compositions = [], 0
         for first in range(0, len(lines), args.batch_size):
-            encoded = tokenizer(lines[first : first + args.batch_size], padding=True, return_tensors="pt",
-                                return_token_type_ids=False)
+            encoded = tokenizer(
+                lines[first : first + args.batch_size], padding=True, return_tensors="pt", return_token_type_ids=False
+            )
             chart = r2d2(**encoded).chart
             batched += [chart_tree_spans(chart, b) for b in range(len(chart.roots))]
             compositions += int(chart.compositions.sum())
@@ -81,8 +85,10 @@ def main(argv=None) -> None:
     same = sum(a == b for a, b in zip(batched, looped))
     print(f"batched chart: {compositions / batched_time:,.0f} compositions/s ({batched_time:.2f} s)")
     print(f"per-cell loop: {loop_compositions / loop_time:,.0f} compositions/s ({loop_time:.2f} s)")
-    print(f"speed-up {loop_time / batched_time:.1f}x; same compositions: {compositions == loop_compositions}; "
-          f"same trees: {same}/{len(lines)}")
+    print(
+        f"speed-up {loop_time / batched_time:.1f}x; same compositions: {compositions == loop_compositions}; "
+        f"same trees: {same}/{len(lines)}"
+    )
 
     model.train()
     encoded = tokenizer(lines[: args.batch_size], padding=True, return_tensors="pt", return_token_type_ids=False)

@@ -109,8 +109,14 @@ def score(split, paragraphs, repeats: int) -> dict:
     recall = found / true if true else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     sentences = sum(len(gold) for _, gold in paragraphs)
-    return {"precision": precision, "recall": recall, "f1": f1, "exact": exact / sentences,
-            "per_second": sentences / min(seconds), "boundaries": (found, guessed, true)}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "exact": exact / sentences,
+        "per_second": sentences / min(seconds),
+        "boundaries": (found, guessed, true),
+    }
 
 
 def main() -> None:
@@ -137,15 +143,21 @@ def main() -> None:
 
     sentences = sum(len(gold) for _, gold in paragraphs)
     smoke = " (--quick: a smoke run, not a measurement)" if args.quick else ""
-    print(f"sentence splitting{smoke}: {args.treebank.name}, {len(paragraphs)} documents joined into paragraphs, "
-          f"{sentences} gold sentences, {sentences - len(paragraphs)} boundaries")
-    print(f"python {platform.python_version()}, {platform.processor() or platform.machine()}; best of "
-          f"{args.repeats} pass(es)")
+    print(
+        f"sentence splitting{smoke}: {args.treebank.name}, {len(paragraphs)} documents joined into paragraphs, "
+        f"{sentences} gold sentences, {sentences - len(paragraphs)} boundaries"
+    )
+    print(
+        f"python {platform.python_version()}, {platform.processor() or platform.machine()}; best of "
+        f"{args.repeats} pass(es)"
+    )
     print(f"{'splitter':<40} {'precision':>9} {'recall':>7} {'F1':>6} {'exact':>6} {'sent/s':>9}")
     for name, (split, _) in splitters.items():
         result = score(split, paragraphs, args.repeats)
-        print(f"{name:<40} {result['precision']:9.2%} {result['recall']:7.2%} {result['f1']:6.2%} "
-              f"{result['exact']:6.2%} {result['per_second']:9.0f}")
+        print(
+            f"{name:<40} {result['precision']:9.2%} {result['recall']:7.2%} {result['f1']:6.2%} "
+            f"{result['exact']:6.2%} {result['per_second']:9.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -70,8 +70,11 @@ def child(model: str, setting: str, input_path: Path, lines: int) -> dict:
         return parse(*args, **kwargs)
 
     parser.model.parse = spy
-    options = {} if setting == "default" else {"num_threads": torch_default if setting in ("torch", "passive")
-                                                else int(setting)}
+    options = (
+        {}
+        if setting == "default"
+        else {"num_threads": torch_default if setting in ("torch", "passive") else int(setting)}
+    )
     parser(sentences[:WARMUP_LINES], is_split_into_words=True, batch_size=32, **options)
     start = time.perf_counter()
     outputs = parser(sentences, is_split_into_words=True, batch_size=32, **options)
@@ -99,8 +102,17 @@ def run_configuration(model: str, setting: str, busy: int, args, limit: float) -
     loops = [subprocess.Popen([sys.executable, "-c", loop], start_new_session=True) for _ in range(busy)]
     try:
         time.sleep(0.5 if busy else 0)  # the loops are running before the parse starts
-        command = [sys.executable, __file__, "--child", model, setting, "--input", str(args.input),
-                   "--lines", str(args.lines)]
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            model,
+            setting,
+            "--input",
+            str(args.input),
+            "--lines",
+            str(args.lines),
+        ]
         start = time.perf_counter()
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=limit)
@@ -124,14 +136,22 @@ def shown_seconds(result: dict) -> str:
 def main(argv=None):
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("--models", default=",".join(MODELS), help="comma list of bundled names or folders")
-    options.add_argument("--settings", default="default,1,torch",
-                         help="comma list: default, torch, passive or a thread count (default,1,torch)")
+    options.add_argument(
+        "--settings",
+        default="default,1,torch",
+        help="comma list: default, torch, passive or a thread count (default,1,torch)",
+    )
     options.add_argument("--busy", type=int, default=1, help="extra CPU-bound processes in the busy runs (1)")
     options.add_argument("--lines", type=int, default=200, help="sentences parsed per configuration (200)")
-    options.add_argument("--input", type=Path, default=DEFAULT_INPUT,
-                         help=f"CoNLL-U, or text with one pre-tokenized sentence a line ({DEFAULT_INPUT})")
-    options.add_argument("--max-seconds", type=float, default=300.0,
-                         help="stop any run after this long, loading included (300)")
+    options.add_argument(
+        "--input",
+        type=Path,
+        default=DEFAULT_INPUT,
+        help=f"CoNLL-U, or text with one pre-tokenized sentence a line ({DEFAULT_INPUT})",
+    )
+    options.add_argument(
+        "--max-seconds", type=float, default=300.0, help="stop any run after this long, loading included (300)"
+    )
     options.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
     args = options.parse_args(argv)
     if args.child:
@@ -140,11 +160,15 @@ def main(argv=None):
     if not args.input.is_file():
         raise SystemExit(f"no input file {args.input}: give --input (CoNLL-U, or one pre-tokenized sentence a line)")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{args.lines} sentences of {args.input}, batch 32, {cores} usable cores, busy runs with {args.busy} extra "
-          f"busy-loop process(es); 'others': cores other processes kept busy just before the run, 'load': 1-min "
-          f"load average then; uptime at start: {subprocess.run(['uptime'], capture_output=True, text=True).stdout}")
-    header = (f"{'model':18} {'setting':8} {'threads':>8} {'idle s':>8} {'busy s':>8} {'ratio':>6} "
-              f"{'others idle/busy':>17} {'load idle/busy':>15}  same parses")
+    print(
+        f"{args.lines} sentences of {args.input}, batch 32, {cores} usable cores, busy runs with {args.busy} extra "
+        f"busy-loop process(es); 'others': cores other processes kept busy just before the run, 'load': 1-min "
+        f"load average then; uptime at start: {subprocess.run(['uptime'], capture_output=True, text=True).stdout}"
+    )
+    header = (
+        f"{'model':18} {'setting':8} {'threads':>8} {'idle s':>8} {'busy s':>8} {'ratio':>6} "
+        f"{'others idle/busy':>17} {'load idle/busy':>15}  same parses"
+    )
     print(header)
     print("-" * len(header))
     start = time.perf_counter()
@@ -162,11 +186,15 @@ def main(argv=None):
             digests = {run["digest"] for run in (idle, busy) if "digest" in run}
             first_digest = first_digest or next(iter(digests), None)
             same = "yes" if digests == {first_digest} else "NO" if digests else "-"
-            print(f"{model:18} {setting:8} {threads:>8} {shown_seconds(idle):>8} {shown_seconds(busy):>8} {ratio:>6} "
-                  f"{idle['others']:>8.2f}/{busy['others']:<8.2f} {idle['load']:>7.2f}/{busy['load']:<7.2f}  {same}",
-                  flush=True)
-    print(f"total {time.perf_counter() - start:.0f} s; uptime at end: "
-          f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+            print(
+                f"{model:18} {setting:8} {threads:>8} {shown_seconds(idle):>8} {shown_seconds(busy):>8} {ratio:>6} "
+                f"{idle['others']:>8.2f}/{busy['others']:<8.2f} {idle['load']:>7.2f}/{busy['load']:<7.2f}  {same}",
+                flush=True,
+            )
+    print(
+        f"total {time.perf_counter() - start:.0f} s; uptime at end: "
+        f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}"
+    )
 
 
 if __name__ == "__main__":

@@ -212,9 +212,19 @@ def train_throughput(rows: list[tuple[str, dict, str]], config, batches: list, w
     for k, (name, path, impl) in enumerate(rows):
         timed = len(losses[k]) - warmup
         label = name if impl == "ours" else f"{name}, {impl} L^3 p_D"
-        results.append({"path": label, **path, "impl": impl, "steps": timed, "tokens": words[k],
-                        "seconds": seconds[k], "tokens_per_s": words[k] / seconds[k],
-                        "s_per_step": seconds[k] / timed, "first_loss": losses[k][0]})
+        results.append(
+            {
+                "path": label,
+                **path,
+                "impl": impl,
+                "steps": timed,
+                "tokens": words[k],
+                "seconds": seconds[k],
+                "tokens_per_s": words[k] / seconds[k],
+                "s_per_step": seconds[k] / timed,
+                "first_loss": losses[k][0],
+            }
+        )
     return results
 
 
@@ -240,7 +250,8 @@ def loss_curves(paths: dict, config, batches, lr: float, seed: int, window: int)
     for k, start in enumerate(range(0, len(batches), window)):
         values = [means[label][k] for label in means]
         print(
-            f"{start + 1:>5}-{min(start + window, len(batches)):<5}" + "".join(f"{v:>30.4f}" for v in values)
+            f"{start + 1:>5}-{min(start + window, len(batches)):<5}"
+            + "".join(f"{v:>30.4f}" for v in values)
             + f"{abs(values[2] - values[0]):>16.4f}{abs(values[1] - values[0]):>9.4f}"
         )
     return {"window": window, "curves": curves}
@@ -280,8 +291,9 @@ def run_training(args) -> dict:
     paths = training_paths(native_bf16, with_bf16=not args.no_intermediate)
     count = args.warmup_steps + args.steps
     print(f"\n== Part 1: training throughput ==\nmaking {count} batches of {args.batch_size} PTB train sentences ...")
-    tokenizer, batches = make_batches(args.batch_size, max(count, args.loss_steps), args.max_length, args.seed,
-                                      args.max_sentences)
+    tokenizer, batches = make_batches(
+        args.batch_size, max(count, args.loss_steps), args.max_length, args.seed, args.max_sentences
+    )
     config = StructFormerConfig(
         vocab_size=len(tokenizer),
         hidden_size=args.hidden_size,
@@ -304,8 +316,10 @@ def run_training(args) -> dict:
         + ("under bf16 autocast" if native_bf16 else "in float32")
     )
     for name, path in paths.items():
-        print(f"  {name:<15} bf16 autocast {str(path['bf16']):<5}  fast dropout {str(path['fast_dropout']):<5}  "
-              f"p_D precision {path['pd_precision']}")
+        print(
+            f"  {name:<15} bf16 autocast {str(path['bf16']):<5}  fast dropout {str(path['fast_dropout']):<5}  "
+            f"p_D precision {path['pd_precision']}"
+        )
     rows = [(name, path, "ours") for name, path in paths.items()]
     rows += [("before", paths["before"], impl) for impl in args.impls if impl != "ours"]
     row_batches = [
@@ -324,8 +338,10 @@ def run_training(args) -> dict:
     before = results[0]
     print(f"\n{'path':<33}{'words/s':>10}{'s/step':>9}  words/s / before")
     for r in results:
-        print(f"{r['path']:<33}{r['tokens_per_s']:>10.1f}{r['s_per_step']:>9.3f}  "
-              f"{r['tokens_per_s'] / before['tokens_per_s']:.2f}")
+        print(
+            f"{r['path']:<33}{r['tokens_per_s']:>10.1f}{r['s_per_step']:>9.3f}  "
+            f"{r['tokens_per_s'] / before['tokens_per_s']:.2f}"
+        )
     print("(the first-step losses differ only by bf16 rounding and dropout draws: same weights and batches)")
     # How close to the machine's limit: words/s cannot exceed (matmul rate) / (matmul FLOPs per word).
     flops_per_word = training_flops_per_word(config, timed[0])
@@ -345,8 +361,9 @@ def run_training(args) -> dict:
     report = {"rows": results, "flops_per_word": flops_per_word}
     if args.loss_steps:
         print(f"\n== Loss curves: {args.loss_steps} steps ==")
-        report["loss_curves"] = loss_curves(paths, config, batches[: args.loss_steps], args.lr, args.seed,
-                                            args.loss_window)
+        report["loss_curves"] = loss_curves(
+            paths, config, batches[: args.loss_steps], args.lr, args.seed, args.loss_window
+        )
     return report
 
 
@@ -514,8 +531,14 @@ def run_pd(args) -> list[dict]:
     for length in args.lengths:
         for impl in ["ours", *args.impls_pd]:
             spec = dict(
-                impl=impl, length=length, batch=args.pd_batch, threads=threads, warmup=args.pd_warmup,
-                repeats=args.pd_repeats, max_memory_gb=args.max_memory_gb, tensor_memory=not args.no_tensor_memory,
+                impl=impl,
+                length=length,
+                batch=args.pd_batch,
+                threads=threads,
+                warmup=args.pd_warmup,
+                repeats=args.pd_repeats,
+                max_memory_gb=args.max_memory_gb,
+                tensor_memory=not args.no_tensor_memory,
             )
             if impl in failed:
                 result = {**spec, "status": f"not run (failed at L={failed[impl]})"}
@@ -575,8 +598,11 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="smoke run at tiny sizes (a few seconds)")
     parser.add_argument("--skip-training", action="store_true", help="skip part 1")
     parser.add_argument("--skip-pd", action="store_true", help="skip part 2")
-    parser.add_argument("--naive", default="reference,vectorized",
-                        help="L^3 implementations to compare with ours: reference, vectorized or both (comma list)")
+    parser.add_argument(
+        "--naive",
+        default="reference,vectorized",
+        help="L^3 implementations to compare with ours: reference, vectorized or both (comma list)",
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--json", type=Path, help="also write all results to this JSON file")
     train = parser.add_argument_group("part 1: training throughput")
@@ -587,18 +613,32 @@ def parse_args(argv=None):
     train.add_argument("--d-ff", type=int, default=1024)
     train.add_argument("--steps", type=int, default=20, help="timed steps (default 20)")
     train.add_argument("--warmup-steps", type=int, default=3, help="untimed steps first (default 3)")
-    train.add_argument("--bf16-steps", type=int, default=None,
-                       help="timed steps for the bf16 row (default: --steps; bf16 may be far slower on CPUs "
-                            "without native bf16)")
-    train.add_argument("--no-intermediate", action="store_true",
-                       help="time only `before` and `now`, not the rows that add one change at a time")
+    train.add_argument(
+        "--bf16-steps",
+        type=int,
+        default=None,
+        help="timed steps for the bf16 row (default: --steps; bf16 may be far slower on CPUs without native bf16)",
+    )
+    train.add_argument(
+        "--no-intermediate",
+        action="store_true",
+        help="time only `before` and `now`, not the rows that add one change at a time",
+    )
     train.add_argument("--max-length", type=int, default=512, help="truncate sentences to this many words")
-    train.add_argument("--max-sentences", type=int, default=None,
-                       help="draw batches from only the first N PTB train sentences (default: all)")
+    train.add_argument(
+        "--max-sentences",
+        type=int,
+        default=None,
+        help="draw batches from only the first N PTB train sentences (default: all)",
+    )
     train.add_argument("--lr", type=float, default=1e-3)
-    train.add_argument("--loss-steps", type=int, default=0,
-                       help="also train `before` (twice: other dropout draws) and `now` this many steps on the same "
-                            "batches and print their loss curves (default 0: skip)")
+    train.add_argument(
+        "--loss-steps",
+        type=int,
+        default=0,
+        help="also train `before` (twice: other dropout draws) and `now` this many steps on the same "
+        "batches and print their loss curves (default 0: skip)",
+    )
     train.add_argument("--loss-window", type=int, default=25, help="steps per mean of the loss curves (default 25)")
     train.add_argument("--seed", type=int, default=42, help="weights and batch order (default 42, as the run)")
     pd = parser.add_argument_group("part 2: p_D alone")
@@ -606,11 +646,18 @@ def parse_args(argv=None):
     pd.add_argument("--pd-batch", type=int, default=8, help="sentences per p_D call (default 8)")
     pd.add_argument("--pd-repeats", type=int, default=3, help="timed runs per (impl, L), median reported")
     pd.add_argument("--pd-warmup", type=int, default=1, help="untimed runs per (impl, L) first")
-    pd.add_argument("--max-memory-gb", type=float, default=16.0,
-                    help="extra address space allowed per (impl, L) subprocess (default 16 GiB)")
+    pd.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=16.0,
+        help="extra address space allowed per (impl, L) subprocess (default 16 GiB)",
+    )
     pd.add_argument("--max-seconds", type=float, default=600.0, help="wall time allowed per (impl, L) subprocess")
-    pd.add_argument("--no-tensor-memory", action="store_true",
-                    help="skip the op-by-op tensor-memory pass (it slows the Python-loop reference a lot)")
+    pd.add_argument(
+        "--no-tensor-memory",
+        action="store_true",
+        help="skip the op-by-op tensor-memory pass (it slows the Python-loop reference a lot)",
+    )
     parser.add_argument("--_pd-worker", dest="pd_worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:

@@ -82,8 +82,10 @@ def score(tokenize, sentences) -> dict:
         right += len(set(offsets) & set(gold))
         guessed += len(offsets)
         true += len(gold)
-        wrong = sorted([(start, end, 0) for start, end in set(offsets) - set(gold)]
-                       + [(start, end, 1) for start, end in set(gold) - set(offsets)])
+        wrong = sorted(
+            [(start, end, 0) for start, end in set(offsets) - set(gold)]
+            + [(start, end, 1) for start, end in set(gold) - set(offsets)]
+        )
         regions = []  # overlapping wrong words, each region one difference
         for start, end, side in wrong:
             if regions and start < regions[-1][1]:
@@ -96,8 +98,13 @@ def score(tokenize, sentences) -> dict:
             theirs = " ".join(text[start:end] for start, end, side in spans if side == 1)
             differences[(ours, theirs)] += 1
     precision, recall = right / guessed, right / true
-    return {"exact": exact / len(sentences), "precision": precision, "recall": recall,
-            "f1": 2 * precision * recall / (precision + recall), "differences": differences}
+    return {
+        "exact": exact / len(sentences),
+        "precision": precision,
+        "recall": recall,
+        "f1": 2 * precision * recall / (precision + recall),
+        "differences": differences,
+    }
 
 
 def main() -> None:
@@ -121,8 +128,10 @@ def main() -> None:
         result = results[convention] = score(
             lambda text, convention=convention: module.tokenize_with_offsets(text, convention), sentences
         )
-        print(f"{convention:<12} {result['exact']:7.2%} {result['precision']:9.2%} {result['recall']:7.2%} "
-              f"{result['f1'] * 100:6.2f}")
+        print(
+            f"{convention:<12} {result['exact']:7.2%} {result['precision']:9.2%} {result['recall']:7.2%} "
+            f"{result['f1'] * 100:6.2f}"
+        )
     for convention, result in results.items() if args.show else ():
         print(f"\n{convention}: the {args.show} most frequent differences (split -> gold)")
         for (ours, theirs), count in result["differences"].most_common(args.show):

@@ -51,12 +51,20 @@ def main() -> None:
     parser.add_argument("--wall-time-s", type=float, required=True, help="training wall-clock time")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
     parser.add_argument("--continues", help="checkpoint folder (with its training record) this run started from")
-    parser.add_argument("--lm-text", nargs="*", default=["ptb-test", "ptb-valid"],
-                        help="texts the model's perplexities are measured on (`ptb-test`, `ptb-valid` or a file; "
-                        "keys `<perplexity>_<test|valid|file stem>`); none for a model without perplexity")
-    parser.add_argument("--paper-mask-seeds", type=int, default=5,
-                        help="mask seeds of a paper's protocol on the first --lm-text (where the spec's perplexity "
-                        "has one; the paper reports the test text)")
+    parser.add_argument(
+        "--lm-text",
+        nargs="*",
+        default=["ptb-test", "ptb-valid"],
+        help="texts the model's perplexities are measured on (`ptb-test`, `ptb-valid` or a file; "
+        "keys `<perplexity>_<test|valid|file stem>`); none for a model without perplexity",
+    )
+    parser.add_argument(
+        "--paper-mask-seeds",
+        type=int,
+        default=5,
+        help="mask seeds of a paper's protocol on the first --lm-text (where the spec's perplexity "
+        "has one; the paper reports the test text)",
+    )
     args = parser.parse_args()
     previous = load_training_record(args.continues) if args.continues else None
 

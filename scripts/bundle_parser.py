@@ -60,9 +60,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dataset", required=True, help="display name of the test treebank")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
     parser.add_argument("--max-mb", type=float, default=60.0, help="the largest weights file allowed")
-    parser.add_argument("--allow-changed", type=int, default=0,
-                        help="dev parses a storage may change (when no storage within --max-mb changes none, e.g. "
-                        "because of a near-tie that any rounding flips; say why in --notes)")
+    parser.add_argument(
+        "--allow-changed",
+        type=int,
+        default=0,
+        help="dev parses a storage may change (when no storage within --max-mb changes none, e.g. "
+        "because of a near-tie that any rounding flips; say why in --notes)",
+    )
     parser.add_argument(
         "--continues",
         help="what this run fine-tuned, so that its stages come first: the earlier run folder (its training record), "
@@ -95,8 +99,9 @@ def main(argv: list[str] | None = None) -> None:
             storage, in_half, storage_changed = description, rule, changed
             break
     if storage is None:
-        raise SystemExit(f"no storage of at most {args.max_mb} MB changes at most {args.allow_changed} dev parses: "
-                         "nothing bundled")
+        raise SystemExit(
+            f"no storage of at most {args.max_mb} MB changes at most {args.allow_changed} dev parses: nothing bundled"
+        )
 
     if output.exists():
         shutil.rmtree(output)
@@ -106,8 +111,11 @@ def main(argv: list[str] | None = None) -> None:
         code.unlink()
     if in_half is not None:
         weights = output / "model.safetensors"
-        save_file({name: tensor.half() if in_half(name) else tensor for name, tensor in load_file(weights).items()},
-                  weights, metadata={"format": "pt"})
+        save_file(
+            {name: tensor.half() if in_half(name) else tensor for name, tensor in load_file(weights).items()},
+            weights,
+            metadata={"format": "pt"},
+        )
 
     training = load_training_record(run)
     training["notes"] = "; ".join(filter(None, [training.get("notes"), args.notes]))
@@ -122,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
         machine=training["machine"],
         train_data=f"{Path(args.dev).name.replace('-dev', '-train')} ({recipe.epoch})",
         notes=f"weights stored as: {storage} (the smallest storage of at most {args.max_mb:g} MB that changes "
-              f"{storage_changed or 'none'} of the {len(dev_words)} dev parses)",
+        f"{storage_changed or 'none'} of the {len(dev_words)} dev parses)",
     )
     record["stages"] = [{key: stage[key] for key in keys if stage.get(key)} for stage in stages]
     write_training_record(output, record)
@@ -130,8 +138,13 @@ def main(argv: list[str] | None = None) -> None:
     bundled, tokenizer = load_model_and_tokenizer(str(output))
     dev = evaluate_on_conllu(bundled, tokenizer, args.dev)
     test = evaluate_on_conllu(bundled, tokenizer, args.test)
-    record = {"dataset": args.dataset, "dataset_id": "universal_dependencies", "dataset_split": "en_ewt test",
-              **test, "dev": {key: value for key, value in dev.items() if key != "scoring"}}
+    record = {
+        "dataset": args.dataset,
+        "dataset_id": "universal_dependencies",
+        "dataset_split": "en_ewt test",
+        **test,
+        "dev": {key: value for key, value in dev.items() if key != "scoring"},
+    }
     write_eval_record(output, record)
     render_model_card(output).save(output / "README.md")
     print(json.dumps(record))

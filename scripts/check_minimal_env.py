@@ -23,7 +23,7 @@ REPO_ID = "org/minimal-env-check"
 SENTENCES = [
     "The old man sat on the bench.",
     "Stocks fell sharply after the report, which surprised analysts, was released on Monday.",
-    "\"I can't go,\" she said (quietly).",
+    '"I can\'t go," she said (quietly).',
     "Great service :)",
     "Dogs bark. “Cats” don’t. Mr. Smith agreed… It rained.",  # sentences, offsets, typographic punctuation
 ]
@@ -64,10 +64,20 @@ def main() -> int:
         make_hf_cache(model, repo_id, cache)
         expected = load_parser(model)(SENTENCES)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
-        env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), HF_MODULES_CACHE=str(workdir / "modules"),
-                   TRANSFORMERS_VERBOSITY="error")
-        child = subprocess.run([str(python), "-I", "-c", CHILD, repo_id, json.dumps(SENTENCES)], env=env,
-                               cwd=workdir, capture_output=True, text=True, timeout=600)
+        env.update(
+            HF_HUB_OFFLINE="1",
+            HF_HUB_CACHE=str(cache),
+            HF_MODULES_CACHE=str(workdir / "modules"),
+            TRANSFORMERS_VERBOSITY="error",
+        )
+        child = subprocess.run(
+            [str(python), "-I", "-c", CHILD, repo_id, json.dumps(SENTENCES)],
+            env=env,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if child.returncode != 0:
             print(f"{model}: the minimal environment failed", file=sys.stderr)
             print(child.stderr[-3000:], file=sys.stderr)
@@ -80,6 +90,7 @@ def main() -> int:
             print(f"{model}: {status}: {text!r} -> {parses}")
         failed += got != expected
     return 1 if failed else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

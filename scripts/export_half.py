@@ -59,8 +59,13 @@ def main() -> None:
     parser.add_argument("--model", required=True, help="trained model folder")
     parser.add_argument("--treebank", required=True, help="gold treebank (mrg/ and dp/, or a .conllu file)")
     parser.add_argument("--output", required=True, help="folder for the half-precision copy")
-    parser.add_argument("--keep-float32", nargs="*", default=[], metavar="PREFIX",
-                        help="parameters whose names start with one of these are stored in float32")
+    parser.add_argument(
+        "--keep-float32",
+        nargs="*",
+        default=[],
+        metavar="PREFIX",
+        help="parameters whose names start with one of these are stored in float32",
+    )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--batch-size", type=int, default=128)
     args = parser.parse_args()
@@ -76,8 +81,9 @@ def main() -> None:
     report = {"sentences": len(words), "device": args.device, "float32_prefixes": list(keep)}
     report["all_half"] = changed_parses(full, rounded_parses(model, tokenizer, words, args.batch_size, lambda _: True))
     if keep:
-        report["as_stored"] = changed_parses(full, rounded_parses(model, tokenizer, words, args.batch_size,
-                                                                  stored_in_half))
+        report["as_stored"] = changed_parses(
+            full, rounded_parses(model, tokenizer, words, args.batch_size, stored_in_half)
+        )
 
     output = Path(args.output)
     if output.exists():
@@ -85,8 +91,11 @@ def main() -> None:
     model.to("cpu").save_pretrained(output)
     tokenizer.save_pretrained(output)
     weights = output / "model.safetensors"
-    save_file({name: tensor.half() if stored_in_half(name) else tensor for name, tensor in load_file(weights).items()},
-              weights, metadata={"format": "pt"})
+    save_file(
+        {name: tensor.half() if stored_in_half(name) else tensor for name, tensor in load_file(weights).items()},
+        weights,
+        metadata={"format": "pt"},
+    )
     for name in RECORDS:
         if (Path(args.model) / name).exists():
             shutil.copy(Path(args.model) / name, output / name)

@@ -36,6 +36,7 @@ def head_statistics(gold, parses) -> dict:
             correct_by_tag[tag] += head == gold_head
             if head:
                 head_tags[sentence.tags[head - 1][:2]] += 1
+
     def percent(count: int) -> float:
         return round(100 * count / words, 1)
 

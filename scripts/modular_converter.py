@@ -202,8 +202,10 @@ class ModuleIndex:
         submodule = f"{target}.{binding.name}"
         base = self.src_root.joinpath(*submodule.split("."))
         if base.is_dir() or base.with_suffix(".py").is_file():
-            raise ConversionError(f"{module.path}: `from {target} import {binding.name}` imports a module; import "
-                                  "the names it defines instead")
+            raise ConversionError(
+                f"{module.path}: `from {target} import {binding.name}` imports a module; import "
+                "the names it defines instead"
+            )
         return self.resolve(self.get(target), binding.name, wanted_by)
 
 
@@ -240,8 +242,10 @@ def inline(index: ModuleIndex, module: Module, statement: Statement, name: str, 
             inline(index, *found, used, inlined)
     for node in ast.walk(statement.node):
         if isinstance(node, ast.ImportFrom) and (node.level or in_package(node.module or "")):
-            raise ConversionError(f"{module.path}:{node.lineno}: {name} imports hf_structure inside a definition; "
-                                  "import at the top of the module so that the converter can inline it")
+            raise ConversionError(
+                f"{module.path}:{node.lineno}: {name} imports hf_structure inside a definition; "
+                "import at the top of the module so that the converter can inline it"
+            )
     inlined.statements.append((module, statement))
 
 
@@ -297,8 +301,10 @@ class ModularSource:
         for binding in self.module.imports.values():
             target = self.module.absolute(binding)
             if target.startswith(f"{PACKAGE_NAME}.models.") and not target.startswith(folder + "."):
-                raise ConversionError(f"{self.path}: imports {binding.name or target} from {target}, another model; "
-                                      "move what models share to hf_structure.layers")
+                raise ConversionError(
+                    f"{self.path}: imports {binding.name or target} from {target}, another model; "
+                    "move what models share to hf_structure.layers"
+                )
 
     def _is_kept_import(self, binding: ImportBinding) -> bool:
         """Same-folder imports stay imports (their files travel with the generated one)."""
@@ -404,8 +410,9 @@ class ModularSource:
                 owners[name] = origin
         for alias, binding in imports.items():
             if alias in owners:
-                raise ConversionError(f"{where}: name clash: {alias!r} is defined by {owners[alias]} and imported "
-                                      f"by `{binding.render()}`")
+                raise ConversionError(
+                    f"{where}: name clash: {alias!r} is defined by {owners[alias]} and imported by `{binding.render()}`"
+                )
 
     def generate(self) -> list[GeneratedFile]:
         config, rest = self._split()

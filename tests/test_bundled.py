@@ -120,9 +120,21 @@ def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
     """Build the wheel (what `pip install .` installs), unpack it, and use it where the source tree is not
     importable: the default pipeline parses, and exporting renders the card from the packaged template."""
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
-         str(ROOT)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = tmp_path.glob("hf_structure-*.whl")
@@ -147,10 +159,15 @@ out = push_model("structformer-ptb", "org/structformer-ptb", dry_run_dir={str(tm
 print((out / "README.md").read_text().count("# structformer-ptb"))
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(PYTHONPATH=str(tmp_path / "site"), HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
-               TRANSFORMERS_VERBOSITY="error")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                         timeout=600)
+    env.update(
+        PYTHONPATH=str(tmp_path / "site"),
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(tmp_path / "hf"),
+        TRANSFORMERS_VERBOSITY="error",
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.splitlines()[-2:] == ["['The', 'old', 'man', 'sat', 'on', 'the', 'bench', '.']", "1"]
 
@@ -165,10 +182,12 @@ def test_short_names_resolve_locally_in_transformers_pipeline(tmp_path):
         " is_split_into_words=True)['heads'])\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT / "src"),
-               TRANSFORMERS_VERBOSITY="error")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                         timeout=300)
+    env.update(
+        HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT / "src"), TRANSFORMERS_VERBOSITY="error"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     heads = json.loads(run.stdout.strip().splitlines()[-1])
     assert len(heads) == 3 and heads.count(0) == 1
@@ -186,10 +205,16 @@ def test_an_unknown_bare_name_is_refused_with_the_bundled_names_and_never_reache
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     names = ", ".join(sorted(bundled_checkpoints()))
-    expected = (f"unknown model 'structformer_ptb' (did you mean 'structformer-ptb'?): not a folder, not a bundled "
-                f"model ({names}), not a Hub id (org/name)")
-    for resolve in (resolve_model_path, load_parser, lambda name: pipeline(TASK, model=name),
-                    lambda name: pipeline(TASK, name)):
+    expected = (
+        f"unknown model 'structformer_ptb' (did you mean 'structformer-ptb'?): not a folder, not a bundled "
+        f"model ({names}), not a Hub id (org/name)"
+    )
+    for resolve in (
+        resolve_model_path,
+        load_parser,
+        lambda name: pipeline(TASK, model=name),
+        lambda name: pipeline(TASK, name),
+    ):
         with pytest.raises(ValueError) as error_info:
             resolve("structformer_ptb")
         assert str(error_info.value) == expected
@@ -209,7 +234,10 @@ def test_the_default_pipeline_parses_each_of_the_first_2000_ewt_dev_lines_as_raw
     from tests.helpers.paths import require_data
 
     path = require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
-    lines = [line[len("# text = "):] for line in path.read_text(encoding="utf-8").splitlines()
-             if line.startswith("# text = ")][:2000]
+    lines = [
+        line[len("# text = ") :]
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("# text = ")
+    ][:2000]
     results = pipeline("unsupervised-parsing")(lines, batch_size=32)  # "?" and the like among them
     assert len(results) == 2000 and all(result and all("heads" in parse for parse in result) for result in results)

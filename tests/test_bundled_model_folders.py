@@ -45,8 +45,10 @@ def broken_copy(good_folder, tmp_path, breakage: str):
     if breakage == "unknown-model-type":
         config = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps({**config, "model_type": "no-such-model"}))
-        return folder, (f"{folder / 'config.json'}: model type 'no-such-model' is not one hf_structure registers "
-                        r"\(.*structformer.*\).*trust_remote_code=True")
+        return folder, (
+            f"{folder / 'config.json'}: model type 'no-such-model' is not one hf_structure registers "
+            r"\(.*structformer.*\).*trust_remote_code=True"
+        )
     if breakage == "no-model-type":
         config = json.loads((folder / "config.json").read_text())
         del config["model_type"]
@@ -66,8 +68,18 @@ def broken_copy(good_folder, tmp_path, breakage: str):
     raise AssertionError(breakage)
 
 
-BREAKAGES = ["no-tokenizer", "no-sentencepiece-tokenizer", "truncated-weights", "unknown-model-type", "no-model-type",
-             "no-config", "no-weights", "missing-shard", "width-not-a-number", "layers-as-a-string"]
+BREAKAGES = [
+    "no-tokenizer",
+    "no-sentencepiece-tokenizer",
+    "truncated-weights",
+    "unknown-model-type",
+    "no-model-type",
+    "no-config",
+    "no-weights",
+    "missing-shard",
+    "width-not-a-number",
+    "layers-as-a-string",
+]
 
 
 @pytest.mark.parametrize("breakage", BREAKAGES)
@@ -91,8 +103,10 @@ def test_the_command_line_gives_one_line_and_status_1(good_folder, tmp_path, bre
     folder, message = broken_copy(good_folder, tmp_path, breakage)
     treebank = tmp_path / "one.conllu"
     treebank.write_text("1\tdogs\t_\t_\t_\t_\t2\tnsubj\t_\t_\n2\tbark\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
-    for command in (["parse", "--model", str(folder), "a dog ran"],
-                    ["evaluate", "--model", str(folder), "--treebank", str(treebank)]):
+    for command in (
+        ["parse", "--model", str(folder), "a dog ran"],
+        ["evaluate", "--model", str(folder), "--treebank", str(treebank)],
+    ):
         with pytest.raises(SystemExit) as exit_info:
             cli.main(command)
         text = str(exit_info.value.code)  # SystemExit(message): Python prints it on stderr and exits with 1
@@ -127,12 +141,14 @@ def test_a_caller_that_gives_its_own_tokenizer_needs_none_in_the_folder(good_fol
     assert parser(["a", "dog", "ran"], is_split_into_words=True)["words"] == ["a", "dog", "ran"]
 
 
-
-@pytest.mark.parametrize("model, field, value, kind", [
-    ("arc-hybrid-ewt", "lstm_layers", "2", "an integer"),
-    ("g2gtr-ewt", "hidden_dropout_prob", "high", "a number"),
-    ("structformer-ptb", "relations", "parent", "a list"),
-])
+@pytest.mark.parametrize(
+    "model, field, value, kind",
+    [
+        ("arc-hybrid-ewt", "lstm_layers", "2", "an integer"),
+        ("g2gtr-ewt", "hidden_dropout_prob", "high", "a number"),
+        ("structformer-ptb", "relations", "parent", "a list"),
+    ],
+)
 def test_a_wrongly_typed_setting_of_any_bundled_model_is_named(model, field, value, kind, tmp_path):
     """The supervised parsers' strict configs raised StrictDataclassFieldValidationError (not a ValueError, so the
     command line printed a traceback); every model's config is checked the same way before loading."""

@@ -11,10 +11,16 @@ from tests.helpers.remote_code import parse_without_hf_structure
 # Per parser: its package, a weight stored in half precision, and its scores on the first 200 sentences of EWT dev
 # (all words, universal labels), measured when it was bundled (2026-11-25) and pinned here.
 PARSERS = {
-    "g2gtr-ewt": {"package": "hf_structure_g2gtr_ewt", "half": "embeddings.word_embeddings.weight",
-                  "slice_scores": {"uas": 91.14, "las": 89.24, "valid_trees": 100.0}},
-    "arc-hybrid-ewt": {"package": "hf_structure_arc_hybrid_ewt", "half": "encoder.embeddings.word_embeddings.weight",
-                       "slice_scores": {"uas": 91.32, "las": 88.92, "valid_trees": 100.0}},
+    "g2gtr-ewt": {
+        "package": "hf_structure_g2gtr_ewt",
+        "half": "embeddings.word_embeddings.weight",
+        "slice_scores": {"uas": 91.14, "las": 89.24, "valid_trees": 100.0},
+    },
+    "arc-hybrid-ewt": {
+        "package": "hf_structure_arc_hybrid_ewt",
+        "half": "encoder.embeddings.word_embeddings.weight",
+        "slice_scores": {"uas": 91.32, "las": 88.92, "valid_trees": 100.0},
+    },
 }
 SLICE = 200
 SENTENCES = ["The old man sat on the bench.", "I wouldn't go there again, it was terrible!"]

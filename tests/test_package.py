@@ -10,8 +10,13 @@ import hf_structure
 from hf_structure import cli
 from tests.helpers.paths import ROOT
 
-PUBLIC_ERRORS = ("SentenceError", "UnsupportedOptionError", "TreebankFormatError", "ModelFolderError",
-                 "MissingExtraError")
+PUBLIC_ERRORS = (
+    "SentenceError",
+    "UnsupportedOptionError",
+    "TreebankFormatError",
+    "ModelFolderError",
+    "MissingExtraError",
+)
 
 
 def test_the_version_has_one_source_that_the_metadata_and_the_command_agree_with(capsys):

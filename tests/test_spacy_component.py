@@ -22,16 +22,23 @@ def test_the_component_sets_what_the_pipeline_parses(tiny):
     nlp.add_pipe("hf_structure", config={"model": tiny})
     doc = nlp(TEXT)
     assert [sentence.text.strip() for sentence in doc.sents] == [
-        "The old man sat on the bench.", "A dog ran and tired.", "The man sat"]
+        "The old man sat on the bench.",
+        "A dog ran and tired.",
+        "The man sat",
+    ]
     parser = pipeline("unsupervised-parsing", model=tiny)
     for sentence in doc.sents:
         words = [token for token in sentence if not token.is_space]
         expected = parser([token.text for token in words], is_split_into_words=True)
         assert [token.head.i - sentence.start if token.head != token else -1 for token in words] == [
-            head - 1 for head in expected["heads"]]
+            head - 1 for head in expected["heads"]
+        ]
         assert [token.dep_ for token in words].count("ROOT") == 1
-        assert {(span.start - sentence.start, span.end - sentence.start) for span in doc.spans["constituents"]
-                if sentence.start <= span.start < sentence.end} == {tuple(span) for span in expected["spans"]}
+        assert {
+            (span.start - sentence.start, span.end - sentence.start)
+            for span in doc.spans["constituents"]
+            if sentence.start <= span.start < sentence.end
+        } == {tuple(span) for span in expected["spans"]}
     space = next(token for token in doc if token.is_space)
     assert space.head.i == space.i - 1 and space.dep_ == "dep"  # whitespace hangs on the word before it
 
@@ -61,8 +68,13 @@ def test_displacy_and_the_scorer_read_the_parse():
     assert [token.dep_ for token in doc][:4] == ["det", "amod", "nsubj", "ROOT"]
     svg = displacy.render(doc, style="dep")
     assert svg.startswith("<svg") and "bench" in svg and "nsubj" in svg
-    gold = Doc(nlp.vocab, words=[t.text for t in doc], spaces=[bool(t.whitespace_) for t in doc],
-               heads=[t.head.i for t in doc], deps=[t.dep_ for t in doc])
+    gold = Doc(
+        nlp.vocab,
+        words=[t.text for t in doc],
+        spaces=[bool(t.whitespace_) for t in doc],
+        heads=[t.head.i for t in doc],
+        deps=[t.dep_ for t in doc],
+    )
     scores = Scorer.score_deps([Example(doc, gold)], "dep")
     assert scores["dep_uas"] == scores["dep_las"] == 1.0
 
@@ -73,7 +85,9 @@ def test_spacy_pipelines_without_the_component_do_not_import_hf_structure():
     import subprocess
     import sys
 
-    code = ("import sys, spacy; nlp = spacy.blank('en'); nlp.add_pipe('sentencizer'); nlp('It rained. It did.'); "
-            "print(sorted(name for name in sys.modules if name.split('.')[0] == 'hf_structure'))")
+    code = (
+        "import sys, spacy; nlp = spacy.blank('en'); nlp.add_pipe('sentencizer'); nlp('It rained. It did.'); "
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'hf_structure'))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr[-2000:]

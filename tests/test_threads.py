@@ -20,6 +20,7 @@ def caller_threads():
 def machine(monkeypatch):
     """A machine whose usable cores and other processes' load the test sets: `machine(cores, busy)`; counts how
     often the load is measured."""
+
     def set_machine(cores, busy):
         measured = []
         monkeypatch.setattr(threads, "usable_cores", lambda: cores)

@@ -61,8 +61,10 @@ def resolve_model_path(name_or_path: str | Path) -> str:
         names = sorted(folders)
         closest = difflib.get_close_matches(name_or_path, names, n=1)
         hint = f" (did you mean {closest[0]!r}?)" if closest else ""
-        raise ValueError(f"unknown model {name_or_path!r}{hint}: not a folder, not a bundled model "
-                         f"({', '.join(names)}), not a Hub id (org/name)")
+        raise ValueError(
+            f"unknown model {name_or_path!r}{hint}: not a folder, not a bundled model "
+            f"({', '.join(names)}), not a Hub id (org/name)"
+        )
     return name_or_path
 
 
@@ -71,7 +73,10 @@ class ModelFolderError(ValueError):
 
 
 WEIGHT_FILES = (
-    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json"
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
 )
 
 
@@ -111,8 +116,14 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
     _check_weight_files(folder)
 
 
-_JSON_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list",
-               tuple: "a list"}
+_JSON_KINDS = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    tuple: "a list",
+}
 
 
 def _check_config_types(config_file: Path, config: dict, config_class, prefix: str = "") -> None:
@@ -165,8 +176,10 @@ def _check_tokenizer_files(folder: Path) -> None:
         if vocabulary_files and all((folder / name).is_file() for name in vocabulary_files):
             return
     instead = f" (nor {', '.join(vocabulary_files)}, which {class_name} can read instead)" if vocabulary_files else ""
-    raise ModelFolderError(f"model folder {folder} has no tokenizer: tokenizer.json is missing{instead}; "
-                           "copy it from where the model was saved or re-export the model")
+    raise ModelFolderError(
+        f"model folder {folder} has no tokenizer: tokenizer.json is missing{instead}; "
+        "copy it from where the model was saved or re-export the model"
+    )
 
 
 def _check_weight_files(folder: Path) -> None:
@@ -194,8 +207,10 @@ def _check_weight_files(folder: Path) -> None:
         except FileNotFoundError:
             raise ModelFolderError(f"model folder {folder} lacks {weight_file.name}, a part of its weights") from None
         except SafetensorError as error:
-            raise ModelFolderError(f"{weight_file}: not a complete safetensors file ({error}); it may be truncated: "
-                                   "download or export the model again") from None
+            raise ModelFolderError(
+                f"{weight_file}: not a complete safetensors file ({error}); it may be truncated: "
+                "download or export the model again"
+            ) from None
 
 
 @contextlib.contextmanager

@@ -79,8 +79,10 @@ def _count_or_zero(text: str) -> int:
     return _count(text, least=0)
 
 
-THREADS_HELP = ("torch's CPU threads for the model (default: one per core that other processes leave free, at most "
-                "torch's default: README, Speed and threads)")
+THREADS_HELP = (
+    "torch's CPU threads for the model (default: one per core that other processes leave free, at most "
+    "torch's default: README, Speed and threads)"
+)
 
 
 # ----------------------------------------------------------------------------------------------------------- parse
@@ -127,8 +129,9 @@ def _decoded_lines(stream, name: str) -> Iterator[str]:
         try:
             text = data.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as error:
-            raise _fail("parse", f"{name}:{number}: not UTF-8 text (byte {error.start} of the line); is it a binary "
-                                 "file?") from None
+            raise _fail(
+                "parse", f"{name}:{number}: not UTF-8 text (byte {error.start} of the line); is it a binary file?"
+            ) from None
         yield text.removesuffix("\n").removesuffix("\r")
 
 
@@ -194,8 +197,9 @@ def _check_output(path: str | None, svg: str | None, source: str | None) -> None
     if path and Path(path).exists() and not os.access(path, os.W_OK):
         raise _fail("parse", f"cannot write {path}: permission denied")
     if path and source and source != STDIN and Path(path).exists() and Path(path).samefile(source):
-        raise _fail("parse", f"--output {path} is the input file: it would be emptied before it is read; "
-                             "write to another file")
+        raise _fail(
+            "parse", f"--output {path} is the input file: it would be emptied before it is read; write to another file"
+        )
 
 
 def _check_device(command: str, name: str):
@@ -211,8 +215,11 @@ def _check_device(command: str, name: str):
         if torch.backends.mps.is_available():
             usable.append("mps")
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise _fail(command, f"--device {name}: torch {torch.__version__} cannot use it here ({reason}); "
-                             f"devices here: {', '.join(usable)}") from None
+        raise _fail(
+            command,
+            f"--device {name}: torch {torch.__version__} cannot use it here ({reason}); "
+            f"devices here: {', '.join(usable)}",
+        ) from None
 
 
 def _unparsed_result(parser, unit: _Unit, pretokenized: bool, options: dict) -> dict | None:
@@ -221,8 +228,13 @@ def _unparsed_result(parser, unit: _Unit, pretokenized: bool, options: dict) -> 
     if unit.blank:
         return {"words": []}
     try:
-        parser.sentences(unit.item, pretokenized, unit.name, options.get("split_sentences", True),
-                         word_convention=options.get("word_convention"))
+        parser.sentences(
+            unit.item,
+            pretokenized,
+            unit.name,
+            options.get("split_sentences", True),
+            word_convention=options.get("word_convention"),
+        )
     except (TypeError, ValueError) as error:
         return {"words": unit.text.split() if unit.words is None else unit.words, "error": str(error)}
     return None
@@ -232,8 +244,7 @@ def _parse_batch(parser, units: list[_Unit], pretokenized: bool, batch_size: int
     """One result per unit. A batch that fails is retried unit by unit, so one bad unit never costs the others."""
 
     def run(batch):  # a text gives a list of parses, one per sentence
-        return parser([unit.item for unit in batch], batch_size=batch_size, is_split_into_words=pretokenized,
-                      **options)
+        return parser([unit.item for unit in batch], batch_size=batch_size, is_split_into_words=pretokenized, **options)
 
     try:
         return run(units) if units else []
@@ -258,8 +269,7 @@ def _parsed_units(parser, units: Iterable[_Unit], pretokenized: bool, batch_size
     units = iter(units)
     while window := list(itertools.islice(units, batch_size * WINDOW_BATCHES)):
         results = [_unparsed_result(parser, unit, pretokenized, options) for unit in window]
-        pending = sorted((k for k, result in enumerate(results) if result is None),
-                         key=lambda k: len(window[k].item))
+        pending = sorted((k for k, result in enumerate(results) if result is None), key=lambda k: len(window[k].item))
         batches = [pending[start : start + batch_size] for start in range(0, len(pending), batch_size)] or [[]]
         done, written = len(window) - len(pending), 0
         for batch in batches:
@@ -289,8 +299,10 @@ class _OutputFile:
                 written += os.write(self.file.fileno(), data[written:])
         except OSError as error:
             os.ftruncate(self.file.fileno(), self.complete)
-            raise _fail("parse", f"cannot write {name}: {error.strerror}; it holds the first {self.results} "
-                                 "results, each complete") from None
+            raise _fail(
+                "parse",
+                f"cannot write {name}: {error.strerror}; it holds the first {self.results} results, each complete",
+            ) from None
         self.complete += len(data)
         self.results = results
 
@@ -369,8 +381,14 @@ def _progress(args, total: int | None, unit: str, command: str = "parse"):
     from tqdm import tqdm
 
     show = args.progress if command == "evaluate" or args.input else False
-    return tqdm(total=total, unit=unit, desc=f"hf-structure {command}", file=sys.stderr, dynamic_ncols=True,
-                disable=None if show is None else not show)
+    return tqdm(
+        total=total,
+        unit=unit,
+        desc=f"hf-structure {command}",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        disable=None if show is None else not show,
+    )
 
 
 def _parse(args) -> None:
@@ -380,16 +398,18 @@ def _parse(args) -> None:
         raise _fail("parse", "give a sentence, --input FILE or --input - (standard input)")
     input_format = _input_format(args)
     if input_format == "conllu" and not args.input:
-        raise _fail("parse", "--input-format conllu: give the CoNLL-U file with --input FILE (or - for standard "
-                             "input)")
+        raise _fail("parse", "--input-format conllu: give the CoNLL-U file with --input FILE (or - for standard input)")
     total = len(args.text) if args.text else None if args.input == STDIN else _count_units(args.input, input_format)
     if total == 0:
         raise _fail("parse", f"no sentence in {args.input}")
     _check_output(args.output, args.svg, args.input)
     processes = distributed.process_count()  # started by torchrun / accelerate launch: each parses a share
     if processes > 1 and (total is None or args.text or not args.output):
-        raise _fail("parse", f"in {processes} processes, give --input FILE (each reads its share) and --output FILE "
-                             "(the first process joins the shares)")
+        raise _fail(
+            "parse",
+            f"in {processes} processes, give --input FILE (each reads its share) and --output FILE "
+            "(the first process joins the shares)",
+        )
     share = distributed.start(total) if processes > 1 else None
     device = _check_device("parse", args.device) if args.device else None
     if share and device is None:
@@ -408,12 +428,24 @@ def _parse(args) -> None:
         options["split_sentences"] = False  # the pipeline's own option, for every model
     if args.word_convention:
         options["word_convention"] = args.word_convention  # the pipeline's too
-    output_format = ("json" if args.json else "conllu" if args.conllu else "text" if args.draw
-                     else "conllu" if input_format == "conllu" else "json")
+    output_format = (
+        "json"
+        if args.json
+        else "conllu"
+        if args.conllu
+        else "text"
+        if args.draw
+        else "conllu"
+        if input_format == "conllu"
+        else "json"
+    )
     if output_format == "conllu" and "heads" not in parser.model.parse_outputs:
         flag = "--conllu" if args.conllu else "CoNLL-U output (the default for CoNLL-U input)"
-        raise _fail("parse", f"{flag}: {model_description(parser.model)} gives no dependency heads, which CoNLL-U "
-                             "holds; use --json, --draw or --svg")
+        raise _fail(
+            "parse",
+            f"{flag}: {model_description(parser.model)} gives no dependency heads, which CoNLL-U "
+            "holds; use --json, --draw or --svg",
+        )
     pretokenized = args.pretokenized or input_format == "conllu"
     unit_name = "sentence" if input_format == "conllu" else "line"
     failed = count = 0
@@ -423,8 +455,9 @@ def _parse(args) -> None:
         else:
             lines = _decoded_lines(stack.enter_context(_opened_input(args.input)), _input_name(args.input))
         input_errors: list[SystemExit] = []
-        units = _until_input_error(_units(lines, input_format, pretokenized, _input_name(args.input or "")),
-                                   input_errors)
+        units = _until_input_error(
+            _units(lines, input_format, pretokenized, _input_name(args.input or "")), input_errors
+        )
         target = args.output
         if share:
             units = itertools.islice(units, share.units.start, share.units.stop)
@@ -458,8 +491,10 @@ def _parse(args) -> None:
     if count == 0:
         raise _fail("parse", f"no sentence in {_input_name(args.input)}")
     if failed:
-        print(f"hf-structure parse: {failed} of {count} {unit_name}s could not be parsed (see their `error`)",
-              file=sys.stderr)
+        print(
+            f"hf-structure parse: {failed} of {count} {unit_name}s could not be parsed (see their `error`)",
+            file=sys.stderr,
+        )
         if args.strict:
             raise SystemExit(1)
 
@@ -513,8 +548,11 @@ def _check_record_folder(model_path: str) -> None:
     if not folder.is_dir():
         raise _fail("evaluate", f"--record writes into the model's folder; {model_path} is not a local folder")
     if not os.access(folder, os.W_OK) or (record.exists() and not os.access(record, os.W_OK)):
-        raise _fail("evaluate", f"--record: cannot write {record}: permission denied (evaluate without --record, "
-                                "or on a copy of the folder)")
+        raise _fail(
+            "evaluate",
+            f"--record: cannot write {record}: permission denied (evaluate without --record, "
+            "or on a copy of the folder)",
+        )
 
 
 def _evaluate(args) -> None:
@@ -564,15 +602,19 @@ def _evaluate(args) -> None:
             if all_words:
                 from .evaluation.scoring import evaluate_on_conllu
 
-                scores = evaluate_on_conllu(model, tokenizer, args.treebank, args.batch_size, args.threads,
-                                            progress.update)
+                scores = evaluate_on_conllu(
+                    model, tokenizer, args.treebank, args.batch_size, args.threads, progress.update
+                )
             else:
                 scores = evaluate_model(model, tokenizer, gold, args.batch_size, args.threads, progress.update)
     except ValueError as error:  # no sentence the model can parse
         raise _fail("evaluate", f"{args.treebank}: {error}") from None
     if punctuation_alone and not all_words:
-        print(f"hf-structure evaluate: {punctuation_alone} sentences of punctuation alone are not scored (scoring "
-              "without punctuation leaves them no word)", file=sys.stderr)
+        print(
+            f"hf-structure evaluate: {punctuation_alone} sentences of punctuation alone are not scored (scoring "
+            "without punctuation leaves them no word)",
+            file=sys.stderr,
+        )
     scores = {"parser": args.model, **scores}
     # Sentences the model cannot parse (too long, a word with a space) are left out of the scores, as `parse` keeps
     # going past them: each is named here, and the JSON counts them.
@@ -610,8 +652,10 @@ def _evaluate(args) -> None:
                 baseline.pop("parser")
             write_eval_record(model_path, record)
         except OSError as error:
-            raise _fail("evaluate", f"--record: cannot write {Path(model_path) / EVAL_RECORD}: {error.strerror} "
-                                    "(the scores are above)") from None
+            raise _fail(
+                "evaluate",
+                f"--record: cannot write {Path(model_path) / EVAL_RECORD}: {error.strerror} (the scores are above)",
+            ) from None
 
 
 # ---------------------------------------------------------------------------------------------------------- models
@@ -632,23 +676,30 @@ def _bundled_models() -> list[dict]:
         record = read_record(folder, EVAL_RECORD)
         spec = MODEL_SPECS.get(model_type)
         metrics = spec.card_metrics if spec else ()
-        models.append({
-            "name": name,
-            "folder": str(folder),
-            "size_bytes": sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
-            "model_type": model_type,
-            "dataset": record.get("dataset"),
-            "scores": {metric.key: record[metric.key] for metric in metrics if metric.key in record},
-            "score_labels": {metric.key: metric.label for metric in metrics if metric.key in record},
-        })
+        models.append(
+            {
+                "name": name,
+                "folder": str(folder),
+                "size_bytes": sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
+                "model_type": model_type,
+                "dataset": record.get("dataset"),
+                "scores": {metric.key: record[metric.key] for metric in metrics if metric.key in record},
+                "score_labels": {metric.key: metric.label for metric in metrics if metric.key in record},
+            }
+        )
     return models
 
 
 def _models(args) -> None:
     models = _bundled_models()
     if args.json:
-        print(json.dumps([{key: value for key, value in model.items() if key != "score_labels"} for model in models],
-                         ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                [{key: value for key, value in model.items() if key != "score_labels"} for model in models],
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     for model in models:
         scores = ", ".join(f"{model['score_labels'][key]} {value}" for key, value in model["scores"].items())
@@ -662,47 +713,92 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    parse = commands.add_parser("parse", help="parse text into sentences and trees (one JSON line per sentence, "
-                                "written as it goes)")
+    parse = commands.add_parser(
+        "parse", help="parse text into sentences and trees (one JSON line per sentence, written as it goes)"
+    )
     parse.add_argument("text", nargs="*", help="sentences to parse, one per argument (quote each), or use --input")
     parse.add_argument("--model", default=DEFAULT_MODEL, help=f"folder, Hub id or bundled name ({DEFAULT_MODEL})")
-    parse.add_argument("--input", metavar="FILE", help="a UTF-8 text file (each line raw text split into sentences, "
-                       "or one sentence with --pretokenized / --no-split-sentences; blank lines give empty results; "
-                       "only a line feed ends a line), a CoNLL-U file (its own words are parsed), or - for standard "
-                       f"input; read and written {WINDOW_BATCHES} batches at a time")
-    parse.add_argument("--input-format", choices=("text", "conllu"),
-                       help="what --input holds (default: conllu for a .conllu file, text otherwise)")
+    parse.add_argument(
+        "--input",
+        metavar="FILE",
+        help="a UTF-8 text file (each line raw text split into sentences, "
+        "or one sentence with --pretokenized / --no-split-sentences; blank lines give empty results; "
+        "only a line feed ends a line), a CoNLL-U file (its own words are parsed), or - for standard "
+        f"input; read and written {WINDOW_BATCHES} batches at a time",
+    )
+    parse.add_argument(
+        "--input-format",
+        choices=("text", "conllu"),
+        help="what --input holds (default: conllu for a .conllu file, text otherwise)",
+    )
     parse.add_argument("--output", help="write here (default: standard output)")
-    parse.add_argument("--pretokenized", action="store_true", help="lines are whitespace-separated words, one "
-                       "sentence a line")
-    parse.add_argument("--no-split-sentences", action="store_true", help="each line (or argument) of raw text is one "
-                       "sentence (default: it is split into sentences, each a JSON line with its input `line`)")
-    parse.add_argument("--word-convention", choices=WORD_CONVENTIONS, help="how raw text is cut into words: ptb (the "
-                       "Penn Treebank's words) or ud (UD English-EWT's: hyphens and slashes between words split off); "
-                       "default: as the model's training text was (its config's word_convention)")
+    parse.add_argument(
+        "--pretokenized", action="store_true", help="lines are whitespace-separated words, one sentence a line"
+    )
+    parse.add_argument(
+        "--no-split-sentences",
+        action="store_true",
+        help="each line (or argument) of raw text is one "
+        "sentence (default: it is split into sentences, each a JSON line with its input `line`)",
+    )
+    parse.add_argument(
+        "--word-convention",
+        choices=WORD_CONVENTIONS,
+        help="how raw text is cut into words: ptb (the "
+        "Penn Treebank's words) or ud (UD English-EWT's: hyphens and slashes between words split off); "
+        "default: as the model's training text was (its config's word_convention)",
+    )
     for option, values in _model_option_values().items():  # the models' own options, as they declare them
         takes = "; ".join(f"{model_type}: {', '.join(map(str, accepted))}" for model_type, accepted in values.items())
-        parse.add_argument(_option_flag(option), dest=option, metavar="VALUE",
-                           help=f"the model's {option} ({takes}; default: the model's own)")
-    parse.add_argument("--structures", type=lambda text: tuple(text.split(",")), metavar="NAMES",
-                       help="only these structures, comma-separated: constituency, dependency (default: all the model "
-                       "gives; a model that can skip the work for the others skips it)")
-    parse.add_argument("--scores", action="store_true", help="add the model's scores to each JSON line (models "
-                       "whose parses have them)")
-    parse.add_argument("--drop-punctuation", action="store_true", help="leave out the punctuation the model did not "
-                       "see (models that reattach punctuation)")
+        parse.add_argument(
+            _option_flag(option),
+            dest=option,
+            metavar="VALUE",
+            help=f"the model's {option} ({takes}; default: the model's own)",
+        )
+    parse.add_argument(
+        "--structures",
+        type=lambda text: tuple(text.split(",")),
+        metavar="NAMES",
+        help="only these structures, comma-separated: constituency, dependency (default: all the model "
+        "gives; a model that can skip the work for the others skips it)",
+    )
+    parse.add_argument(
+        "--scores", action="store_true", help="add the model's scores to each JSON line (models whose parses have them)"
+    )
+    parse.add_argument(
+        "--drop-punctuation",
+        action="store_true",
+        help="leave out the punctuation the model did not see (models that reattach punctuation)",
+    )
     style = parse.add_mutually_exclusive_group()
     style.add_argument("--draw", action="store_true", help="draw the trees as text instead of JSON")
-    style.add_argument("--conllu", action="store_true", help="write CoNLL-U instead of JSON (the default for CoNLL-U "
-                       "input: its lines as read, HEAD and DEPREL from the parse)")
+    style.add_argument(
+        "--conllu",
+        action="store_true",
+        help="write CoNLL-U instead of JSON (the default for CoNLL-U "
+        "input: its lines as read, HEAD and DEPREL from the parse)",
+    )
     style.add_argument("--json", action="store_true", help="write JSON lines (the default, except for CoNLL-U input)")
-    parse.add_argument("--svg", metavar="OUT.svg", help="also draw each parse as SVG (OUT-<line>.svg if several; "
-                       "OUT-<line>-<k>.svg for the k-th of several sentences of a line)")
+    parse.add_argument(
+        "--svg",
+        metavar="OUT.svg",
+        help="also draw each parse as SVG (OUT-<line>.svg if several; "
+        "OUT-<line>-<k>.svg for the k-th of several sentences of a line)",
+    )
     parse.add_argument("--strict", action="store_true", help="exit with status 1 when any line fails")
-    parse.add_argument("--batch-size", type=_count, default=32, metavar="N",
-                       help="sentences the model parses at once (default 32; more is faster where memory allows)")
-    parse.add_argument("--progress", action=argparse.BooleanOptionalAction,
-                       help="a progress bar for --input on standard error (default: where it is a terminal)")
+    parse.add_argument(
+        "--batch-size",
+        type=_count,
+        default=32,
+        metavar="N",
+        help="sentences the model parses at once (default 32; more is faster where memory allows)",
+    )
+    parse.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="a progress bar for --input on standard error (default: where it is a terminal)",
+    )
     parse.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: the pipeline's)")
     parse.add_argument("--threads", type=_count, metavar="N", help=THREADS_HELP)
 
@@ -713,26 +809,43 @@ def build_parser() -> argparse.ArgumentParser:
     source = evaluate.add_mutually_exclusive_group()
     source.add_argument("--baseline", choices=BASELINES)
     source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")
-    evaluate.add_argument("--lm-text", help="text file (or ptb-test / ptb-valid) for the model's perplexity "
-                                            "(masked-LM or pseudo-perplexity, by model)")
-    evaluate.add_argument("--paper-mask-seeds", type=_count_or_zero, default=5, metavar="K",
-                          help="with --lm-text, a masked LM is also scored under its paper's protocol, as the "
-                               "mean and spread over K mask seeds (mlm_ppl_paper, mlm_ppl_paper_sd; default 5, "
-                               "0: skip it, a pass each)")
-    evaluate.add_argument("--record", action="store_true",
-                          help="also write the scores (and the baselines') into the model folder's "
-                               "hf_structure_eval.json, for its model card (other keys there are kept)")
+    evaluate.add_argument(
+        "--lm-text",
+        help="text file (or ptb-test / ptb-valid) for the model's perplexity "
+        "(masked-LM or pseudo-perplexity, by model)",
+    )
+    evaluate.add_argument(
+        "--paper-mask-seeds",
+        type=_count_or_zero,
+        default=5,
+        metavar="K",
+        help="with --lm-text, a masked LM is also scored under its paper's protocol, as the "
+        "mean and spread over K mask seeds (mlm_ppl_paper, mlm_ppl_paper_sd; default 5, "
+        "0: skip it, a pass each)",
+    )
+    evaluate.add_argument(
+        "--record",
+        action="store_true",
+        help="also write the scores (and the baselines') into the model folder's "
+        "hf_structure_eval.json, for its model card (other keys there are kept)",
+    )
     evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
     evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--batch-size", type=_count, default=64, metavar="N",
-                          help="sentences the model parses at once (default 64)")
+    evaluate.add_argument(
+        "--batch-size", type=_count, default=64, metavar="N", help="sentences the model parses at once (default 64)"
+    )
     evaluate.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: cpu)")
-    evaluate.add_argument("--progress", action=argparse.BooleanOptionalAction,
-                          help="a progress bar of the sentences parsed, on standard error (default: where it is a "
-                               "terminal)")
+    evaluate.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="a progress bar of the sentences parsed, on standard error (default: where it is a terminal)",
+    )
     evaluate.add_argument("--threads", type=_count, metavar="N", help=THREADS_HELP)
-    models = commands.add_parser("models", help="list the bundled models: name, model type, size, headline scores "
-                                 "(from each folder's hf_structure_eval.json) and folder")
+    models = commands.add_parser(
+        "models",
+        help="list the bundled models: name, model type, size, headline scores "
+        "(from each folder's hf_structure_eval.json) and folder",
+    )
     models.add_argument("--json", action="store_true", help="one JSON list, for programs")
     add_train_publish_commands(commands)
     return parser

@@ -16,9 +16,9 @@ TRAINING_COMMANDS = {
 }
 TRAINING_HELP = {
     "train-lm": "train or fine-tune a language-model parser (StructFormer, R2D2) with Trainer; `train-lm --help` "
-                "lists its options (needs hf_structure[train])",
+    "lists its options (needs hf_structure[train])",
     "train-parser": "train or fine-tune a supervised dependency parser (G2GTr, arc-hybrid) on CoNLL-U with Trainer; "
-                    "`train-parser --help` lists its options (needs hf_structure[train])",
+    "`train-parser --help` lists its options (needs hf_structure[train])",
 }
 
 
@@ -55,8 +55,7 @@ def _push(args) -> None:
     from .hub.export import HubUploadError
 
     try:
-        result = push_model(args.model, args.repo_id, private=args.private, dry_run_dir=args.dry_run,
-                            token=args.token)
+        result = push_model(args.model, args.repo_id, private=args.private, dry_run_dir=args.dry_run, token=args.token)
     except (FileNotFoundError, FileExistsError, ValueError) as error:  # the folder's problems, before any upload
         raise SystemExit(f"hf-structure push: {error}") from None
     except HubUploadError as error:  # the network's or the Hub's, after the export
@@ -76,14 +75,23 @@ def add_train_publish_commands(commands) -> None:
     for command, help_text in TRAINING_HELP.items():
         commands.add_parser(command, help=help_text, add_help=False)
 
-    export = commands.add_parser("export", help="write a saved model as the folder that goes to the Hub: weights in "
-                                 "their stored precision, config with auto_map, the model and pipeline code (loads "
-                                 "with trust_remote_code=True without hf_structure), tokenizer, records, model card")
-    export.add_argument("--model", required=True, help="model folder (with hf_structure_eval.json and "
-                        "hf_structure_training.json) or bundled name")
+    export = commands.add_parser(
+        "export",
+        help="write a saved model as the folder that goes to the Hub: weights in "
+        "their stored precision, config with auto_map, the model and pipeline code (loads "
+        "with trust_remote_code=True without hf_structure), tokenizer, records, model card",
+    )
+    export.add_argument(
+        "--model",
+        required=True,
+        help="model folder (with hf_structure_eval.json and hf_structure_training.json) or bundled name",
+    )
     export.add_argument("--output", required=True, help="folder to write (absent or empty)")
-    export.add_argument("--repo-id", help="the Hub repository the folder is meant for (org/name): the model card and "
-                        "the pipeline's default model name it")
+    export.add_argument(
+        "--repo-id",
+        help="the Hub repository the folder is meant for (org/name): the model card and "
+        "the pipeline's default model name it",
+    )
 
     push = commands.add_parser("push", help="export a saved model (as `export` does) and upload it to the Hub")
     push.add_argument("--model", required=True, help="model folder or bundled name")

@@ -62,9 +62,18 @@ class StructureConfig(PreTrainedConfig):
 # nested `encoder_config` hold at the top level of their config.json. Their `pad_token_id`, the encoder's too, stays
 # there: it is also the model's own (transformers' Trainer aligns a model's with its tokenizer's).
 FLAT_ENCODER_KEYS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "layer_norm_eps", "initializer_range",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "layer_norm_eps",
+    "initializer_range",
 )
 
 # all-MiniLM-L6-v2's sizes (BERT's defaults otherwise): the encoder of a parser configured without one.

@@ -21,8 +21,10 @@ class MissingExtraError(ImportError):
 
     def __init__(self, purpose: str, extra: str, missing: Sequence[str]):
         self.extra, self.missing = extra, tuple(missing)
-        super().__init__(f"{purpose} needs {', '.join(missing)}, which the plain install leaves out: "
-                         f"pip install 'hf_structure[{extra}]'")
+        super().__init__(
+            f"{purpose} needs {', '.join(missing)}, which the plain install leaves out: "
+            f"pip install 'hf_structure[{extra}]'"
+        )
 
 
 def require_extra(extra: str, purpose: str, modules: Sequence[str] | None = None) -> None:

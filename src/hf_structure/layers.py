@@ -108,8 +108,9 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
     encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
     word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
     if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
-        sentences = [[word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words]
-                     for words in sentences]
+        sentences = [
+            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
+        ]
         encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
         word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
     piece_counts = encoded["attention_mask"].sum(-1).tolist()

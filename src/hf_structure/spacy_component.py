@@ -24,8 +24,9 @@ from .pipelines.word_tokenization import sentence_offsets
 class StructureParser:
     """A spaCy component that parses with an hf_structure model (a bundled name, a folder or a Hub id)."""
 
-    def __init__(self, model: str, batch_size: int = 32, spans_key: str = "constituents",
-                 num_threads: int | None = None):
+    def __init__(
+        self, model: str, batch_size: int = 32, spans_key: str = "constituents", num_threads: int | None = None
+    ):
         from transformers import pipeline
 
         from . import pipelines  # noqa: F401  (registers the task and the bundled names)
@@ -49,8 +50,12 @@ class StructureParser:
     def _parse(self, docs: list[Doc]) -> list[Doc]:
         # Per doc, per sentence: the indices of its word tokens (whitespace tokens are no words).
         sentences = [[[t.i for t in sentence if not t.is_space] for sentence in _sentences(doc)] for doc in docs]
-        word_lists = [[doc[i].text for i in indices] for doc, doc_sentences in zip(docs, sentences)
-                      for indices in doc_sentences if indices]
+        word_lists = [
+            [doc[i].text for i in indices]
+            for doc, doc_sentences in zip(docs, sentences)
+            for indices in doc_sentences
+            if indices
+        ]
         parses = iter(self.parser(word_lists, batch_size=self.batch_size) if word_lists else [])
         for doc, doc_sentences in zip(docs, sentences):
             heads, deps, constituents = list(range(len(doc))), ["dep"] * len(doc), []
@@ -61,8 +66,11 @@ class StructureParser:
                 for index, head, label in zip(indices, parse["heads"], parse.get("deprels") or [None] * len(indices)):
                     heads[index] = index if head == 0 else indices[head - 1]
                     deps[index] = "ROOT" if head == 0 else label or "dep"
-                constituents += [Span(doc, indices[start], indices[end - 1] + 1, label="X")
-                                 for start, end in parse.get("spans", ()) if end - start > 1]
+                constituents += [
+                    Span(doc, indices[start], indices[end - 1] + 1, label="X")
+                    for start, end in parse.get("spans", ())
+                    if end - start > 1
+                ]
             for token in doc:  # whitespace: on the word before it (or after it, at the start of the doc)
                 if token.is_space:
                     words = [t.i for t in doc if not t.is_space]

@@ -287,7 +287,7 @@ def render_svg(result) -> str:
     for span in spans:
         parts.append(
             f'<circle class="node" cx="{x_of(span):.1f}" cy="{y_of(span):.1f}" r="5">'
-            f"<title>{escape(' '.join(words[span[0]:span[1]]))} [{span[0]}, {span[1]})</title></circle>"
+            f"<title>{escape(' '.join(words[span[0] : span[1]]))} [{span[0]}, {span[1]})</title></circle>"
         )
     for i, word in enumerate(words):
         parts.append(

@@ -13,16 +13,23 @@ pytestmark = pytest.mark.benchmark
 
 
 def run_benchmark(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
-    )
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
 
 def test_structformer_speed_quick_runs_every_training_path():
-    out = run_benchmark("benchmarks/structformer_speed.py", "--quick", "--skip-pd", "--naive", "vectorized",
-                        "--loss-steps", "2", "--loss-window", "1")
+    out = run_benchmark(
+        "benchmarks/structformer_speed.py",
+        "--quick",
+        "--skip-pd",
+        "--naive",
+        "vectorized",
+        "--loss-steps",
+        "2",
+        "--loss-window",
+        "1",
+    )
     for row in ("before", "now", "before, vectorized L^3 p_D", "|now - before|"):
         assert row in out
 
@@ -35,8 +42,17 @@ def test_pipeline_throughput_quick_compares_batched_with_single_parses(ptb_dev):
 def test_shared_machine_quick_compares_idle_with_busy(tmp_path):
     source = tmp_path / "lines.txt"
     source.write_text("the dog ran\na cat sat on the mat\n", encoding="utf-8")
-    out = run_benchmark("benchmarks/shared_machine.py", "--models", "structformer-ptb", "--settings", "1",
-                        "--lines", "2", "--input", str(source))
+    out = run_benchmark(
+        "benchmarks/shared_machine.py",
+        "--models",
+        "structformer-ptb",
+        "--settings",
+        "1",
+        "--lines",
+        "2",
+        "--input",
+        str(source),
+    )
     row = next(line for line in out.splitlines() if line.startswith("structformer-ptb"))
     assert row.split()[1:3] == ["1", "1/1"] and row.split()[-1] == "yes"  # one thread idle and busy, same parses
 

@@ -52,10 +52,17 @@ REFERENCE = {
     "right-branching": {"sentence_f1": 39.94, "corpus_f1": 35.61, "uas": 20.29, "uuas": 50.34},
     "left-branching": {"sentence_f1": 8.66, "corpus_f1": 6.37, "uas": 30.37, "uuas": 50.58},
 }
-KEYS = {"parser", "sentences", "sentence_f1", "corpus_f1", "sentence_f1_cpcfg", "corpus_f1_cpcfg", "uas", "uuas",
-        "valid_trees"} | {
-    f"recall_{label}" for label in ("NP", "VP", "PP", "SBAR", "ADJP", "ADVP")
-}
+KEYS = {
+    "parser",
+    "sentences",
+    "sentence_f1",
+    "corpus_f1",
+    "sentence_f1_cpcfg",
+    "corpus_f1_cpcfg",
+    "uas",
+    "uuas",
+    "valid_trees",
+} | {f"recall_{label}" for label in ("NP", "VP", "PP", "SBAR", "ADJP", "ADVP")}
 
 
 @pytest.fixture
@@ -159,8 +166,11 @@ def test_cli_evaluate_names_an_empty_treebank_and_a_bad_row_by_its_line(tmp_path
     with pytest.raises(SystemExit, match=f"^hf-structure evaluate: {empty}: no sentence with a word to score"):
         main(["evaluate", "--treebank", str(empty), source])
     bad = tmp_path / "bad.conllu"  # the HEAD of the sentence's third row (line 4) is no number
-    bad.write_text("# text = a dog ran\n1\ta\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_\n"
-                   "3\tran\t_\tVERB\t_\t_\tX\troot\t_\t_\n\n", encoding="utf-8")
+    bad.write_text(
+        "# text = a dog ran\n1\ta\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t3\tnsubj\t_\t_\n"
+        "3\tran\t_\tVERB\t_\t_\tX\troot\t_\t_\n\n",
+        encoding="utf-8",
+    )
     with pytest.raises(SystemExit, match=f"^hf-structure evaluate: {bad}:4: malformed CoNLL-U: .*'head'"):
         main(["evaluate", "--treebank", str(bad), source])
 
@@ -265,12 +275,14 @@ def test_cli_evaluate_reports_both_perplexity_protocols(tmp_path, capsys):
     gold = write_hand_treebank(tmp_path / "gold")
     text = tmp_path / "text.txt"
     text.write_text("the old man sat on the bench\na dog ran and tired\nthe dog sat\n", encoding="utf-8")
-    main(["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(text),
-          "--paper-mask-seeds", "2"])
+    main(
+        ["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(text), "--paper-mask-seeds", "2"]
+    )
     scores = json.loads(capsys.readouterr().out)
     assert {"mlm_ppl", "mlm_ppl_paper", "mlm_ppl_paper_sd"} <= scores.keys() and scores["mlm_ppl_paper_seeds"] == 2
-    main(["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(text),
-          "--paper-mask-seeds", "0"])
+    main(
+        ["evaluate", "--model", str(folder), "--treebank", str(gold), "--lm-text", str(text), "--paper-mask-seeds", "0"]
+    )
     scores = json.loads(capsys.readouterr().out)
     assert "mlm_ppl" in scores and "mlm_ppl_paper" not in scores
     (tmp_path / "unknown.txt").write_text("zebra yak\n", encoding="utf-8")
@@ -282,16 +294,21 @@ def test_cli_evaluate_says_how_many_sentences_of_punctuation_alone_it_leaves_out
     from tests.helpers.tiny_models import save_tiny_model
 
     folder = save_tiny_model(tmp_path / "tiny")  # trained without punctuation: scored without it
-    rows = ["1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_", "2\tdog\t_\tNOUN\t_\t_\t0\troot\t_\t_",
-            "3\t.\t_\tPUNCT\t_\t_\t2\tpunct\t_\t_"]
+    rows = [
+        "1\tthe\t_\tDET\t_\t_\t2\tdet\t_\t_",
+        "2\tdog\t_\tNOUN\t_\t_\t0\troot\t_\t_",
+        "3\t.\t_\tPUNCT\t_\t_\t2\tpunct\t_\t_",
+    ]
     path = tmp_path / "gold.conllu"
     path.write_text("\n".join(rows) + "\n\n1\t!\t_\tPUNCT\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
     capsys.readouterr()  # what saving the tiny model printed
     main(["evaluate", "--model", str(folder), "--treebank", str(path)])
     captured = capsys.readouterr()
     assert json.loads(captured.out)["sentences"] == 1
-    assert captured.err == ("hf-structure evaluate: 1 sentences of punctuation alone are not scored (scoring without "
-                            "punctuation leaves them no word)\n")
+    assert captured.err == (
+        "hf-structure evaluate: 1 sentences of punctuation alone are not scored (scoring without "
+        "punctuation leaves them no word)\n"
+    )
 
 
 def test_cli_evaluate_progress_counts_every_parse_pass(hand_treebank, tmp_path, capsys):

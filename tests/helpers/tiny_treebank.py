@@ -6,11 +6,18 @@ from pathlib import Path
 import torch
 
 SENTENCES = [
-    {"id": "a", "words": ["the", "dog", "ran", "."], "heads": [2, 3, 0, 3], "deprels": ["det", "nsubj", "root",
-                                                                                      "punct"]},
-    {"id": "b", "words": ["a", "hearing", "is", "scheduled", "on", "the", "issue", "today"],
-     "heads": [2, 4, 4, 0, 7, 7, 2, 4], "deprels": ["det", "nsubj:pass", "aux:pass", "root", "case", "det", "nmod",
-                                                    "obl:tmod"]},
+    {
+        "id": "a",
+        "words": ["the", "dog", "ran", "."],
+        "heads": [2, 3, 0, 3],
+        "deprels": ["det", "nsubj", "root", "punct"],
+    },
+    {
+        "id": "b",
+        "words": ["a", "hearing", "is", "scheduled", "on", "the", "issue", "today"],
+        "heads": [2, 4, 4, 0, 7, 7, 2, 4],
+        "deprels": ["det", "nsubj:pass", "aux:pass", "root", "case", "det", "nmod", "obl:tmod"],
+    },
 ]
 DEPRELS = sorted({label for sentence in SENTENCES for label in sentence["deprels"]})
 
@@ -23,8 +30,14 @@ def write_tiny_bert(folder: Path) -> Path:
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     tokenizer = BertTokenizerFast(vocab=str(folder / "vocab.txt"))
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

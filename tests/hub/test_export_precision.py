@@ -12,10 +12,17 @@ from hf_structure import cli
 from tests.helpers.remote_code import parse_without_hf_structure
 from tests.helpers.tiny_models import save_tiny_model
 
-EVAL_FIXTURE = {"dataset": "test fixture", "sentence_f1": 1.0, "corpus_f1": 2.0, "uas": 3.0, "uuas": 4.0,
-                "uas_argmax": 5.0, "mlm_ppl_test": 6.0, "mlm_ppl_paper_test": 5.5}
-TRAINING_FIXTURE = {"command": "test fixture", "wall_time_s": 1.0, "machine": "test fixture", "steps": 1,
-                    "epochs": 0.1}
+EVAL_FIXTURE = {
+    "dataset": "test fixture",
+    "sentence_f1": 1.0,
+    "corpus_f1": 2.0,
+    "uas": 3.0,
+    "uuas": 4.0,
+    "uas_argmax": 5.0,
+    "mlm_ppl_test": 6.0,
+    "mlm_ppl_paper_test": 5.5,
+}
+TRAINING_FIXTURE = {"command": "test fixture", "wall_time_s": 1.0, "machine": "test fixture", "steps": 1, "epochs": 0.1}
 WORDS = ["the", "old", "man", "sat", "on", "the", "bench"]
 
 
@@ -32,8 +39,7 @@ def test_export_keeps_half_precision_weights_half_and_loads_as_remote_code(tmp_p
     cli.main(["export", "--model", str(folder), "--output", str(out), "--repo-id", "org/tiny-half"])
 
     exported = load_file(out / "model.safetensors")
-    assert {name: tensor.dtype for name, tensor in exported.items()} == {
-        name: stored[name].dtype for name in exported}
+    assert {name: tensor.dtype for name, tensor in exported.items()} == {name: stored[name].dtype for name in exported}
     assert {torch.float16, torch.float32} <= {tensor.dtype for tensor in exported.values()}
     assert all(torch.equal(exported[name], stored[name]) for name in exported)
     assert (out / "model.safetensors").stat().st_size < 0.7 * sum(t.numel() * 4 for t in stored.values())

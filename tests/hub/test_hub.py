@@ -154,7 +154,8 @@ def assert_upload_folder(folder: Path) -> None:
     assert readme.startswith("---\n") and "\nmodel-index:\n" in readme.split("\n---\n")[0]
     for name in CODE_FILES:  # self-contained: the code that runs remotely never imports hf_structure
         assert "hf_structure" not in [
-            line.split()[1].split(".")[0] for line in (folder / name).read_text().splitlines()
+            line.split()[1].split(".")[0]
+            for line in (folder / name).read_text().splitlines()
             if line.startswith(("import ", "from "))
         ]
 
@@ -180,12 +181,15 @@ def test_export_refuses_a_checkpoint_without_records(checkpoint, tmp_path):
     with pytest.raises(FileNotFoundError, match="hf_structure_training.json"):
         hub.export_model_folder(bare, tmp_path / "out")
     # A record without some scores: one error names every missing key and the one command that writes them all.
-    broken = {key: value for key, value in EVAL_FIXTURE.items() if key not in ("uas", "mlm_ppl_test",
-                                                                             "mlm_ppl_paper_test")}
+    broken = {
+        key: value for key, value in EVAL_FIXTURE.items() if key not in ("uas", "mlm_ppl_test", "mlm_ppl_paper_test")
+    }
     (bare / "hf_structure_training.json").write_text(json.dumps(TRAINING_FIXTURE))
     (bare / "hf_structure_eval.json").write_text(json.dumps(broken))
-    expected = (rf"lacks the required keys \['uas', 'mlm_ppl_test', 'mlm_ppl_paper_test'\] \(write it with "
-                rf"`hf-structure evaluate --model {bare} --treebank GOLD --lm-text ptb-test --record`\)")
+    expected = (
+        rf"lacks the required keys \['uas', 'mlm_ppl_test', 'mlm_ppl_paper_test'\] \(write it with "
+        rf"`hf-structure evaluate --model {bare} --treebank GOLD --lm-text ptb-test --record`\)"
+    )
     with pytest.raises(ValueError, match=expected):
         hub.export_model_folder(bare, tmp_path / "out")
 
@@ -308,8 +312,10 @@ def test_push_without_a_network_is_one_line_naming_the_repository(checkpoint, mo
     with pytest.raises(SystemExit) as ended:
         cli.main(["push", "--model", str(checkpoint), "--repo-id", REPO_ID])
     message = str(ended.value.code)
-    assert message == (f"hf-structure push: could not upload to {REPO_ID}: [Errno 101] Network is unreachable "
-                       "(while creating the repository)")
+    assert message == (
+        f"hf-structure push: could not upload to {REPO_ID}: [Errno 101] Network is unreachable "
+        "(while creating the repository)"
+    )
 
 
 def test_push_with_an_injected_api(checkpoint):
@@ -337,8 +343,16 @@ def test_push_script_dry_run_writes_the_upload_folder(checkpoint, exported, tmp_
 
     out = tmp_path / "dry-run"
     stdout = run_child(
-        [sys.executable, str(ROOT / "scripts/push_to_hub.py"), "--model", str(checkpoint), "--repo-id", REPO_ID,
-         "--dry-run", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "scripts/push_to_hub.py"),
+            "--model",
+            str(checkpoint),
+            "--repo-id",
+            REPO_ID,
+            "--dry-run",
+            str(out),
+        ],
         tmp_path,
         child_env(tmp_path, PYTHONPATH=str(SRC)),
     )
@@ -401,9 +415,9 @@ def test_make_hf_cache_serves_from_pretrained_and_pipeline_offline(checkpoint, e
         assert git.stdout.strip() == (snapshot / "config.json").resolve().name
 
     env = child_env(tmp_path, PYTHONPATH=str(SRC), HF_HUB_CACHE=str(cache))
-    out = last_json_line(run_child(
-        [sys.executable, "-c", LOAD_FROM_CACHE, REPO_ID, json.dumps(SENTENCES), TEXT], tmp_path, env
-    ))
+    out = last_json_line(
+        run_child([sys.executable, "-c", LOAD_FROM_CACHE, REPO_ID, json.dumps(SENTENCES), TEXT], tmp_path, env)
+    )
     assert out["pipeline_module"] == "hf_structure.pipelines.unsupervised_parsing"
     assert [normalise(p) for p in out["model"]] == expected["model"]
     assert normalise(out["pipeline"]) == expected["pipeline"]
@@ -456,11 +470,13 @@ print(json.dumps({"model": parses, "pipeline": parsed, "paragraph": paragraph, "
 
 def test_export_loads_with_remote_code_where_hf_structure_is_absent(exported, expected, tmp_path):
     # -I: no PYTHONPATH, no user site, no current directory on sys.path; the meta-path blocker does the rest.
-    out = last_json_line(run_child(
-        [sys.executable, "-I", "-c", LOAD_WITHOUT_HF_STRUCTURE, str(exported), json.dumps(SENTENCES), TEXT],
-        tmp_path,
-        child_env(tmp_path),
-    ))
+    out = last_json_line(
+        run_child(
+            [sys.executable, "-I", "-c", LOAD_WITHOUT_HF_STRUCTURE, str(exported), json.dumps(SENTENCES), TEXT],
+            tmp_path,
+            child_env(tmp_path),
+        )
+    )
     assert out["model_class"] == "StructFormerModel"
     assert out["model_module"].startswith("transformers_modules.")
     assert out["pipeline_module"].startswith("transformers_modules.")
@@ -468,5 +484,7 @@ def test_export_loads_with_remote_code_where_hf_structure_is_absent(exported, ex
     assert [normalise(p) for p in out["model"]] == expected["model"]
     assert normalise(out["pipeline"]) == expected["pipeline"]
     assert out["pipeline"]["tree"] == expected["tree"]
-    assert out["paragraph"] == [[["Dogs", "bark", "."], "Dogs bark."],
-                                [["\u201c", "Cats", "\u201d", "do", "n\u2019t", "."], "\u201cCats\u201d don\u2019t."]]
+    assert out["paragraph"] == [
+        [["Dogs", "bark", "."], "Dogs bark."],
+        [["\u201c", "Cats", "\u201d", "do", "n\u2019t", "."], "\u201cCats\u201d don\u2019t."],
+    ]

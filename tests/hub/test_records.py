@@ -34,13 +34,15 @@ def test_the_machine_description_names_threads_cpu_gpu_and_torch(monkeypatch):
 
 def test_a_training_record_is_written_with_the_machine_and_its_required_keys(tmp_path, monkeypatch):
     monkeypatch.setattr(records, "machine_description", lambda: "this machine")
-    path = records.write_training_record(tmp_path, {"command": "python x.py", "wall_time_s": 1.5, "steps": 3,
-                                                    "epochs": 0.5})
+    path = records.write_training_record(
+        tmp_path, {"command": "python x.py", "wall_time_s": 1.5, "steps": 3, "epochs": 0.5}
+    )
     assert path == tmp_path / records.TRAINING_RECORD
     assert json.loads(path.read_text())["machine"] == "this machine"
     assert records.load_training_record(tmp_path)["steps"] == 3
-    records.write_training_record(tmp_path, {**records.read_record(tmp_path, records.TRAINING_RECORD),
-                                             "machine": "the training machine"})
+    records.write_training_record(
+        tmp_path, {**records.read_record(tmp_path, records.TRAINING_RECORD), "machine": "the training machine"}
+    )
     assert records.load_training_record(tmp_path)["machine"] == "the training machine"  # a given machine is kept
     with pytest.raises(ValueError, match=r"lacks the required keys \['steps', 'epochs'\]"):
         records.write_training_record(tmp_path, {"command": "x", "wall_time_s": 1})
@@ -55,9 +57,17 @@ def test_an_evaluation_record_names_its_dataset_and_an_absent_record_reads_as_em
 
 
 def test_a_staged_training_record_sums_the_stages():
-    stages = [{"command": "python a.py", "wall_time_s": 10, "steps": 100, "epochs": 1.234},
-              {"command": "python b.py", "wall_time_s": 5, "steps": 50, "epochs": 0.5}]
+    stages = [
+        {"command": "python a.py", "wall_time_s": 10, "steps": 100, "epochs": 1.234},
+        {"command": "python b.py", "wall_time_s": 5, "steps": 50, "epochs": 0.5},
+    ]
     record = records.staged_training_record(stages, train_data="ptb")
-    assert record == {"command": "# stage 1\npython a.py\n# stage 2\npython b.py", "wall_time_s": 15, "steps": 150,
-                      "epochs": 1.73, "train_data": "ptb", "stages": stages}
+    assert record == {
+        "command": "# stage 1\npython a.py\n# stage 2\npython b.py",
+        "wall_time_s": 15,
+        "steps": 150,
+        "epochs": 1.73,
+        "train_data": "ptb",
+        "stages": stages,
+    }
     assert records.staged_training_record(stages[:1])["command"] == "python a.py"

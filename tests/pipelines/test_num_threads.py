@@ -79,7 +79,8 @@ def test_evaluation_parses_with_num_threads_and_restores_the_callers(folder, cal
 
     model, tokenizer = load_model_and_tokenizer(folder)
     seen, parse = [], model.parse
-    monkeypatch.setattr(model, "parse", lambda *args, **kwargs: seen.append(torch.get_num_threads()) or parse(
-        *args, **kwargs))
+    monkeypatch.setattr(
+        model, "parse", lambda *args, **kwargs: seen.append(torch.get_num_threads()) or parse(*args, **kwargs)
+    )
     parses = parse_word_lists(model, tokenizer, WORDS, batch_size=1, num_threads=2)
     assert seen == [2, 2] and len(parses) == 2 and torch.get_num_threads() == caller_threads

@@ -20,8 +20,16 @@ def tiny_r2d2(folder):
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
     torch.manual_seed(0)
-    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
-                        num_composition_layers=1, window_size=2, parse_window_size=3, max_parse_words=16)
+    config = R2D2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_composition_layers=1,
+        window_size=2,
+        parse_window_size=3,
+        max_parse_words=16,
+    )
     R2D2ForLanguageModeling(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -35,8 +43,11 @@ def tiny_supervised(model_type, bert_folder):
     from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
     torch.manual_seed(1)
-    arguments = (G2GTrTrainingArguments(encoder=str(bert_folder), graph_layers=1) if model_type == "g2gtr"
-                 else ArcHybridTrainingArguments(encoder=str(bert_folder)))
+    arguments = (
+        G2GTrTrainingArguments(encoder=str(bert_folder), graph_layers=1)
+        if model_type == "g2gtr"
+        else ArcHybridTrainingArguments(encoder=str(bert_folder))
+    )
     model, tokenizer = new_parser(model_type, arguments, SENTENCES, DEPRELS)
     with torch.no_grad():
         for parameter in model.parameters():
@@ -65,7 +76,8 @@ def check_pieceless_words_read_as_unknown(parser):
         as_unknown = parser(["the", parser.tokenizer.unk_token, "dog", "ran"], is_split_into_words=True)
         assert result["words"] == words
         assert {key: result[key] for key in OUTPUTS if key in result} == {
-            key: as_unknown[key] for key in OUTPUTS if key in as_unknown}, repr(odd)
+            key: as_unknown[key] for key in OUTPUTS if key in as_unknown
+        }, repr(odd)
         if "heads" in result:
             assert result["heads"].count(0) == 1, (repr(odd), result["heads"])
 

@@ -41,20 +41,41 @@ def folders(tmp_path_factory, bert_folder):
     words = build_word_tokenizer([" ".join(WORDS)])
     pieces = AutoTokenizer.from_pretrained(bert_folder)
     torch.manual_seed(0)
-    r2d2 = dict(vocab_size=len(words), hidden_size=16, num_attention_heads=2, intermediate_size=32,
-                num_composition_layers=1, window_size=2)
-    bert = dict(vocab_size=len(pieces), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                intermediate_size=32, max_position_embeddings=64, deprels=DEPRELS)
+    r2d2 = dict(
+        vocab_size=len(words),
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_composition_layers=1,
+        window_size=2,
+    )
+    bert = dict(
+        vocab_size=len(pieces),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        deprels=DEPRELS,
+    )
     return {
         "structformer": str(save_tiny_model(root / "structformer", max_position_embeddings=16)),
         "r2d2": save(R2D2ForLanguageModeling(R2D2Config(**r2d2)), words, root / "r2d2"),
-        "fast_r2d2": save(R2D2ForLanguageModeling(R2D2Config(**r2d2, pruning="parser", parser_embedding_size=8,
-                                                             parser_hidden_size=8, parser_num_layers=1)),
-                          words, root / "fast_r2d2"),
-        "arc_hybrid": save(ArcHybridForParsing(ArcHybridConfig(**bert, arc_size=16, label_size=16, step_size=16)),
-                           pieces, root / "arc_hybrid"),
-        "g2gtr": save(G2GTrForParsing(G2GTrConfig(**bert, action_hidden_size=16, label_hidden_size=16)), pieces,
-                      root / "g2gtr"),
+        "fast_r2d2": save(
+            R2D2ForLanguageModeling(
+                R2D2Config(**r2d2, pruning="parser", parser_embedding_size=8, parser_hidden_size=8, parser_num_layers=1)
+            ),
+            words,
+            root / "fast_r2d2",
+        ),
+        "arc_hybrid": save(
+            ArcHybridForParsing(ArcHybridConfig(**bert, arc_size=16, label_size=16, step_size=16)),
+            pieces,
+            root / "arc_hybrid",
+        ),
+        "g2gtr": save(
+            G2GTrForParsing(G2GTrConfig(**bert, action_hidden_size=16, label_hidden_size=16)), pieces, root / "g2gtr"
+        ),
     }
 
 
@@ -67,26 +88,57 @@ def parsers(folders):
 
 # What each model takes: the contract as documented (README, the pipeline's `accepted_options`).
 ACCEPTED = {
-    "structformer": {"structures": ("constituency", "dependency"), "return_scores": (False, True),
-                     "keep_punctuation": (True, False), "head_decoding": ("eisner", "chu-liu-edmonds", "argmax")},
-    "r2d2": {"structures": ("constituency",), "return_scores": (False,), "keep_punctuation": (True, False),
-             "tree_decoding": ("chart",)},
-    "fast_r2d2": {"structures": ("constituency",), "return_scores": (False,), "keep_punctuation": (True, False),
-                  "tree_decoding": ("parser", "chart")},
-    "arc_hybrid": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,),
-                   "head_decoding": ("derivation", "eisner")},
+    "structformer": {
+        "structures": ("constituency", "dependency"),
+        "return_scores": (False, True),
+        "keep_punctuation": (True, False),
+        "head_decoding": ("eisner", "chu-liu-edmonds", "argmax"),
+    },
+    "r2d2": {
+        "structures": ("constituency",),
+        "return_scores": (False,),
+        "keep_punctuation": (True, False),
+        "tree_decoding": ("chart",),
+    },
+    "fast_r2d2": {
+        "structures": ("constituency",),
+        "return_scores": (False,),
+        "keep_punctuation": (True, False),
+        "tree_decoding": ("parser", "chart"),
+    },
+    "arc_hybrid": {
+        "structures": ("dependency",),
+        "return_scores": (False,),
+        "keep_punctuation": (True,),
+        "head_decoding": ("derivation", "eisner"),
+    },
     "g2gtr": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,)},
 }
 
 # For every option and model, a value the model does not take (None: it takes every value of that option), and the
 # command line that gives it.
 REFUSED = {
-    "head_decoding": {"structformer": "derivation", "r2d2": "eisner", "fast_r2d2": "eisner", "arc_hybrid": "argmax",
-                      "g2gtr": "eisner"},
-    "tree_decoding": {"structformer": "chart", "r2d2": "parser", "fast_r2d2": "greedy", "arc_hybrid": "chart",
-                      "g2gtr": "chart"},
-    "structures": {"structformer": ("dependencies",), "r2d2": ("dependency",), "fast_r2d2": ("dependency",),
-                   "arc_hybrid": ("constituency",), "g2gtr": ("constituency", "dependency")},
+    "head_decoding": {
+        "structformer": "derivation",
+        "r2d2": "eisner",
+        "fast_r2d2": "eisner",
+        "arc_hybrid": "argmax",
+        "g2gtr": "eisner",
+    },
+    "tree_decoding": {
+        "structformer": "chart",
+        "r2d2": "parser",
+        "fast_r2d2": "greedy",
+        "arc_hybrid": "chart",
+        "g2gtr": "chart",
+    },
+    "structures": {
+        "structformer": ("dependencies",),
+        "r2d2": ("dependency",),
+        "fast_r2d2": ("dependency",),
+        "arc_hybrid": ("constituency",),
+        "g2gtr": ("constituency", "dependency"),
+    },
     "return_scores": {"structformer": None, "r2d2": True, "fast_r2d2": True, "arc_hybrid": True, "g2gtr": True},
     "keep_punctuation": {"structformer": None, "r2d2": None, "fast_r2d2": None, "arc_hybrid": False, "g2gtr": False},
 }
@@ -216,8 +268,12 @@ def test_a_model_that_does_not_declare_the_contract_is_not_registered():
         def parse(self, sentences, tokenizer, head_decoding=None):
             return []
 
-    spec = ModelSpec(config_class=UndeclaredConfig, auto_classes={"AutoModel": UndeclaredModel},
-                     parsing_class="AutoModel", card_metrics=())
+    spec = ModelSpec(
+        config_class=UndeclaredConfig,
+        auto_classes={"AutoModel": UndeclaredModel},
+        parsing_class="AutoModel",
+        card_metrics=(),
+    )
     with pytest.raises(TypeError, match="undeclared-test-parser: UndeclaredModel has parse but no valid parse_options"):
         register_model(spec)
 
@@ -227,8 +283,11 @@ def test_an_exported_folder_refuses_the_same_way_without_hf_structure(parsers, t
 
     out = tmp_path / "exported"
     parsers["r2d2"].save_pretrained(out)  # the model's and the pipeline's code go with it (parses: tests/models/r2d2)
-    with pytest.raises(AssertionError, match="UnsupportedOptionError: R2D2Model .* does not take the option "
-                                             "head_decoding; it takes structures='constituency'"):
+    with pytest.raises(
+        AssertionError,
+        match="UnsupportedOptionError: R2D2Model .* does not take the option "
+        "head_decoding; it takes structures='constituency'",
+    ):
         parse_without_hf_structure(out, WORDS, tmp_path, is_split_into_words=True, head_decoding="eisner")
 
 
@@ -258,7 +317,8 @@ def test_each_model_type_cuts_text_into_words_as_its_training_text_was(parsers, 
     assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[convention]]
     # Word lists are taken as given, in any convention.
     assert parser(["well-known", "and/or"], is_split_into_words=True, word_convention="ud")["words"] == [
-        "well-known", "and/or"
+        "well-known",
+        "and/or",
     ]
 
 
@@ -284,8 +344,9 @@ def test_an_unknown_word_convention_is_an_error_naming_the_conventions(parsers):
     with pytest.raises(ValueError, match=message):
         parsers["g2gtr"](HYPHENATED, word_convention="spacy")
     with pytest.raises(ValueError, match=message):
-        type(parsers["g2gtr"])(model=parsers["g2gtr"].model, tokenizer=parsers["g2gtr"].tokenizer,
-                               word_convention="spacy")
+        type(parsers["g2gtr"])(
+            model=parsers["g2gtr"].model, tokenizer=parsers["g2gtr"].tokenizer, word_convention="spacy"
+        )
 
 
 @pytest.mark.parametrize(

@@ -370,8 +370,14 @@ def test_on_error_record_keeps_the_others_of_a_batch(parser):
         parser(["a dog ran", too_long, "the man sat"], batch_size=2)
     results = parser(["a dog ran", too_long, "the man sat", "a\x00b"], batch_size=2, on_error="record")
     assert results[0] == parser("a dog ran") and results[2] == parser("the man sat")
-    assert results[1] == [{"words": too_long.split(), "offsets": results[1][0]["offsets"], "text": too_long,
-                           "error": f"item 1, sentence 0: {LIMIT + 1} words; this model parses at most {LIMIT}"}]
+    assert results[1] == [
+        {
+            "words": too_long.split(),
+            "offsets": results[1][0]["offsets"],
+            "text": too_long,
+            "error": f"item 1, sentence 0: {LIMIT + 1} words; this model parses at most {LIMIT}",
+        }
+    ]
     assert results[3] == [{"words": ["a\x00b"], "error": "item 3: the text contains the control character '\\x00'"}]
     words = [["a", "dog"], ["a", ""], ["dog"] * (LIMIT + 1)]
     recorded = parser(words, on_error="record")

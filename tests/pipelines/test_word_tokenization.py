@@ -192,7 +192,15 @@ ASCII_PIECES = (
     + ["%", "&", "@", "#", "(", ")", "[", "]", "{", "}", "<", ">", "1", "2", "Mr.", "U.S.", "J."]
 )
 TYPOGRAPHIC_PIECES = ["\u201c", "\u201d", "\u2018", "\u2019", "\u201e", "\u00ab", "\u00bb", "\u2039", "\u203a"] + [
-    "\u2026", "\u2013", "\u2014", "\uff1f", "\uff01", "\u00a0", "\u00e9", "\u02bc", "\u2015"
+    "\u2026",
+    "\u2013",
+    "\u2014",
+    "\uff1f",
+    "\uff01",
+    "\u00a0",
+    "\u00e9",
+    "\u02bc",
+    "\u2015",
 ]
 
 
@@ -231,16 +239,46 @@ def test_ascii_words_are_word_tokenize_s_as_written_with_inner_periods_split():
             assert (words, offsets) == split_inner_periods(*as_written(text, word_tokenize(text))), repr(text)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("See http://www.example.com/a?b=1. Then mail kent.shoemaker@ae.ge.com!",
-     ["See", "http://www.example.com/a?b=1", ".", "Then", "mail", "kent.shoemaker@ae.ge.com", "!"]),
-    ("(www.x.org/a_b) and https://t.co/xyz, ok", ["(", "www.x.org/a_b", ")", "and", "https://t.co/xyz", ",", "ok"]),
-    ('She said, "I love it here!"', ["She", "said", ",", '"', "I", "love", "it", "here", "!", '"']),
-    ("Yes. ?", ["Yes", ".", "?"]),
-    ("Mr. Smith met J. Doe in the U.S. at No. 1. Costs: 3,000.50 at 10:30, 1/2 off, 555-1234.",
-     ["Mr.", "Smith", "met", "J.", "Doe", "in", "the", "U.S.", "at", "No.", "1.", "Costs", ":", "3,000.50", "at",
-      "10:30", ",", "1/2", "off", ",", "555-1234", "."]),
-], ids=["addresses", "addresses-in-brackets", "quotes-as-written", "inner-period", "abbreviations-and-numbers"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "See http://www.example.com/a?b=1. Then mail kent.shoemaker@ae.ge.com!",
+            ["See", "http://www.example.com/a?b=1", ".", "Then", "mail", "kent.shoemaker@ae.ge.com", "!"],
+        ),
+        ("(www.x.org/a_b) and https://t.co/xyz, ok", ["(", "www.x.org/a_b", ")", "and", "https://t.co/xyz", ",", "ok"]),
+        ('She said, "I love it here!"', ["She", "said", ",", '"', "I", "love", "it", "here", "!", '"']),
+        ("Yes. ?", ["Yes", ".", "?"]),
+        (
+            "Mr. Smith met J. Doe in the U.S. at No. 1. Costs: 3,000.50 at 10:30, 1/2 off, 555-1234.",
+            [
+                "Mr.",
+                "Smith",
+                "met",
+                "J.",
+                "Doe",
+                "in",
+                "the",
+                "U.S.",
+                "at",
+                "No.",
+                "1.",
+                "Costs",
+                ":",
+                "3,000.50",
+                "at",
+                "10:30",
+                ",",
+                "1/2",
+                "off",
+                ",",
+                "555-1234",
+                ".",
+            ],
+        ),
+    ],
+    ids=["addresses", "addresses-in-brackets", "quotes-as-written", "inner-period", "abbreviations-and-numbers"],
+)
 def test_words_as_the_text_writes_them(text, expected):
     words, offsets = tokenize_with_offsets(text)
     assert words == expected and [text[start:end] for start, end in offsets] == expected
@@ -264,7 +302,7 @@ def test_offsets_of_every_ewt_dev_sentence(convention):
 
 
 def test_quoted_word_offsets():
-    text = 'He said "no," then \'\'yes\'\'.'
+    text = "He said \"no,\" then ''yes''."
     words, offsets = tokenize_with_offsets(text)
     assert words == ["He", "said", '"', "no", ",", '"', "then", "''", "yes", "''", "."]  # as written: FORM is the text
     assert [text[start:end] for start, end in offsets] == words
@@ -275,11 +313,15 @@ TYPOGRAPHIC_CASES = [
     ("\u201cQuotes\u201d don\u2019t split.", ["\u201c", "Quotes", "\u201d", "do", "n\u2019t", "split", "."]),
     ("John\u2019s dog and the boys\u2019 toys", ["John", "\u2019s", "dog", "and", "the", "boys", "\u2019", "toys"]),
     ("She said \u2018hi\u2019.", ["She", "said", "\u2018", "hi", "\u2019", "."]),
-    ("\u201eJa\u201c, \u00abnon\u00bb, \u2039oui\u203a", ["\u201e", "Ja", "\u201c", ",", "\u00ab", "non", "\u00bb", ","]
-     + ["\u2039", "oui", "\u203a"]),
+    (
+        "\u201eJa\u201c, \u00abnon\u00bb, \u2039oui\u203a",
+        ["\u201e", "Ja", "\u201c", ",", "\u00ab", "non", "\u00bb", ","] + ["\u2039", "oui", "\u203a"],
+    ),
     ("Wait\u2026 what\u2026", ["Wait", "\u2026", "what", "\u2026"]),
-    ("A dash\u2014here \u2013 and 1990\u201395.", ["A", "dash", "\u2014", "here", "\u2013", "and", "1990\u201395"]
-     + ["."]),
+    (
+        "A dash\u2014here \u2013 and 1990\u201395.",
+        ["A", "dash", "\u2014", "here", "\u2013", "and", "1990\u201395"] + ["."],
+    ),
     ("Really\uff1f Yes\uff01", ["Really", "\uff1f", "Yes", "\uff01"]),
     ("I can\u2019t, we\u2019ll", ["I", "ca", "n\u2019t", ",", "we", "\u2019ll"]),
     ("caf\u00e9\u00a0au lait", ["caf\u00e9", "au", "lait"]),  # a no-break space separates, as in nltk
@@ -299,45 +341,75 @@ def test_typographic_punctuation_splits_as_its_ascii_form(text, expected):
 # (text, "ptb" words, "ud" words)
 CONVENTION_CASES = [
     # Hyphens between words split off in UD, except after a prefix that is no word of its own; PTB keeps them.
-    ("A well-known, state-of-the-art model.", ["A", "well-known", ",", "state-of-the-art", "model", "."],
-     ["A", "well", "-", "known", ",", "state", "-", "of", "-", "the", "-", "art", "model", "."]),
-    ("My e-mail re non-profit, re-read mid-1980s x-rays", ["My", "e-mail", "re", "non-profit", ",", "re-read"]
-     + ["mid-1980s", "x-rays"], ["My", "e-mail", "re", "non-profit", ",", "re-read", "mid-1980s", "x", "-", "rays"]),
+    (
+        "A well-known, state-of-the-art model.",
+        ["A", "well-known", ",", "state-of-the-art", "model", "."],
+        ["A", "well", "-", "known", ",", "state", "-", "of", "-", "the", "-", "art", "model", "."],
+    ),
+    (
+        "My e-mail re non-profit, re-read mid-1980s x-rays",
+        ["My", "e-mail", "re", "non-profit", ",", "re-read"] + ["mid-1980s", "x-rays"],
+        ["My", "e-mail", "re", "non-profit", ",", "re-read", "mid-1980s", "x", "-", "rays"],
+    ),
     # A hyphen ending a word, or starting one before a letter, splits off too; a negative number stays whole.
-    ("pre- and post-war -more -5", ["pre-", "and", "post-war", "-more", "-5"],
-     ["pre", "-", "and", "post-war", "-", "more", "-5"]),
+    (
+        "pre- and post-war -more -5",
+        ["pre-", "and", "post-war", "-more", "-5"],
+        ["pre", "-", "and", "post-war", "-", "more", "-5"],
+    ),
     # Slashes between words split off, except between two single letters.
     ("and/or he/she w/o l/c", ["and/or", "he/she", "w/o", "l/c"], ["and", "/", "or", "he", "/", "she", "w/o", "l/c"]),
     # Numbers: dates, telephone numbers and month/day stay whole; ranges and other numbers with / split.
-    ("On 10/20/2020, 11-20-2000 or 9/11 call 713-853-3989, 555-1234 or 77042-2016.",
-     ["On", "10/20/2020", ",", "11-20-2000", "or", "9/11", "call", "713-853-3989", ",", "555-1234", "or"]
-     + ["77042-2016", "."],
-     ["On", "10/20/2020", ",", "11-20-2000", "or", "9/11", "call", "713-853-3989", ",", "555-1234", "or"]
-     + ["77042-2016", "."]),
-    ("pages 1-2 of 1969-1970, 19/20 and 5:00-8:30", ["pages", "1-2", "of", "1969-1970", ",", "19/20", "and"]
-     + ["5:00-8:30"], ["pages", "1", "-", "2", "of", "1969", "-", "1970", ",", "19", "/", "20", "and", "5:00", "-"]
-     + ["8:30"]),
+    (
+        "On 10/20/2020, 11-20-2000 or 9/11 call 713-853-3989, 555-1234 or 77042-2016.",
+        ["On", "10/20/2020", ",", "11-20-2000", "or", "9/11", "call", "713-853-3989", ",", "555-1234", "or"]
+        + ["77042-2016", "."],
+        ["On", "10/20/2020", ",", "11-20-2000", "or", "9/11", "call", "713-853-3989", ",", "555-1234", "or"]
+        + ["77042-2016", "."],
+    ),
+    (
+        "pages 1-2 of 1969-1970, 19/20 and 5:00-8:30",
+        ["pages", "1-2", "of", "1969-1970", ",", "19/20", "and"] + ["5:00-8:30"],
+        ["pages", "1", "-", "2", "of", "1969", "-", "1970", ",", "19", "/", "20", "and", "5:00", "-"] + ["8:30"],
+    ),
     # A number and its unit split (5 pm, 35 mm, 65 k), not an ordinal or a decade; a list's number and its period.
-    ("1. At 5pm, 7:30PM, 35mm, 65k; the 2nd in the 1980s", ["1.", "At", "5pm", ",", "7:30PM", ",", "35mm", ","]
-     + ["65k", ";", "the", "2nd", "in", "the", "1980s"], ["1", ".", "At", "5", "pm", ",", "7:30", "PM", ",", "35"]
-     + ["mm", ",", "65", "k", ";", "the", "2nd", "in", "the", "1980s"]),
+    (
+        "1. At 5pm, 7:30PM, 35mm, 65k; the 2nd in the 1980s",
+        ["1.", "At", "5pm", ",", "7:30PM", ",", "35mm", ","] + ["65k", ";", "the", "2nd", "in", "the", "1980s"],
+        ["1", ".", "At", "5", "pm", ",", "7:30", "PM", ",", "35"]
+        + ["mm", ",", "65", "k", ";", "the", "2nd", "in", "the", "1980s"],
+    ),
     # Contractions written without an apostrophe split as with one.
-    ("I dont think Im sure, cant you? thats it", ["I", "dont", "think", "Im", "sure", ",", "cant", "you", "?"]
-     + ["thats", "it"], ["I", "do", "nt", "think", "I", "m", "sure", ",", "ca", "nt", "you", "?", "that", "s", "it"]),
+    (
+        "I dont think Im sure, cant you? thats it",
+        ["I", "dont", "think", "Im", "sure", ",", "cant", "you", "?"] + ["thats", "it"],
+        ["I", "do", "nt", "think", "I", "m", "sure", ",", "ca", "nt", "you", "?", "that", "s", "it"],
+    ),
     # Runs of punctuation and emoticons are one word; so are letters joined by & and words by @.
-    ("Wow!!! Really?! Wait.... <<ok>> :) ;-) AT&T Rice@ENRON", ["Wow", "!", "!", "!", "Really", "?", "!", "Wait"]
-     + ["...", ".", "<", "<", "ok", ">", ">", ":", ")", ";", "-", ")", "AT", "&", "T", "Rice", "@", "ENRON"],
-     ["Wow", "!!!", "Really", "?!", "Wait", "....", "<<", "ok", ">>", ":)", ";-)", "AT&T", "Rice@ENRON"]),
+    (
+        "Wow!!! Really?! Wait.... <<ok>> :) ;-) AT&T Rice@ENRON",
+        ["Wow", "!", "!", "!", "Really", "?", "!", "Wait"]
+        + ["...", ".", "<", "<", "ok", ">", ">", ":", ")", ";", "-", ")", "AT", "&", "T", "Rice", "@", "ENRON"],
+        ["Wow", "!!!", "Really", "?!", "Wait", "....", "<<", "ok", ">>", ":)", ";-)", "AT&T", "Rice@ENRON"],
+    ),
     # A single quote opening a word splits off, not a clitic's.
-    ("He said 'degenerate' and 'em", ["He", "said", "'degenerate", "'", "and", "'em"],
-     ["He", "said", "'", "degenerate", "'", "and", "'em"]),
+    (
+        "He said 'degenerate' and 'em",
+        ["He", "said", "'degenerate", "'", "and", "'em"],
+        ["He", "said", "'", "degenerate", "'", "and", "'em"],
+    ),
     # Web and e-mail addresses stay whole in both, hyphens and slashes included.
-    ("See http://www.x-y.com/a-b/c-d or mail first-last@my-host.co.uk.", ["See", "http://www.x-y.com/a-b/c-d"]
-     + ["or", "mail", "first-last@my-host.co.uk", "."], ["See", "http://www.x-y.com/a-b/c-d", "or", "mail"]
-     + ["first-last@my-host.co.uk", "."]),
+    (
+        "See http://www.x-y.com/a-b/c-d or mail first-last@my-host.co.uk.",
+        ["See", "http://www.x-y.com/a-b/c-d"] + ["or", "mail", "first-last@my-host.co.uk", "."],
+        ["See", "http://www.x-y.com/a-b/c-d", "or", "mail"] + ["first-last@my-host.co.uk", "."],
+    ),
     # Typographic dashes and quotes: an en dash inside a word is a hyphen; the words keep the text's characters.
-    ("1990\u201395 \u201cwell\u2011known\u201d", ["1990\u201395", "\u201c", "well\u2011known", "\u201d"],
-     ["1990", "\u2013", "95", "\u201c", "well", "\u2011", "known", "\u201d"]),
+    (
+        "1990\u201395 \u201cwell\u2011known\u201d",
+        ["1990\u201395", "\u201c", "well\u2011known", "\u201d"],
+        ["1990", "\u2013", "95", "\u201c", "well", "\u2011", "known", "\u201d"],
+    ),
 ]
 
 
@@ -358,7 +430,12 @@ def test_ptb_is_the_default_convention_and_an_unknown_one_is_an_error():
 
 
 UD_PIECES = ["/", "-", "\u2013", "e", "non", "dont", "Im", "5", "12", "pm", "2020", ":)", ";-)", "&", "@", "!!"] + [
-    "....", "'", "x@y.com", "http://a.b/c-d", "713-853-3989", "10/20/2020"
+    "....",
+    "'",
+    "x@y.com",
+    "http://a.b/c-d",
+    "713-853-3989",
+    "10/20/2020",
 ]
 
 
@@ -386,13 +463,17 @@ SENTENCE_CASES = [
     ("Really?! Yes... I think so!", ["Really?!", "Yes...", "I think so!"]),
     # Informal text starts sentences in lower case: after ? or ! (not a quotation's), or a plain word's period.
     ("thanks. i will come. really? no way! ok", ["thanks.", "i will come.", "really?", "no way!", "ok"]),
-    ('"Why?" she asked. The list, etc. and more. Wait... and then 3.5 cm. it grows',
-     ['"Why?" she asked.', "The list, etc. and more.", "Wait... and then 3.5 cm. it grows"]),
+    (
+        '"Why?" she asked. The list, etc. and more. Wait... and then 3.5 cm. it grows',
+        ['"Why?" she asked.', "The list, etc. and more.", "Wait... and then 3.5 cm. it grows"],
+    ),
     # Abbreviations, dotted abbreviations and initials do not end a sentence before a capitalised word.
     ("Mr. Smith met Dr. Jones. They talked.", ["Mr. Smith met Dr. Jones.", "They talked."]),
     ("J. R. Smith left at 5 p.m. Monday. He ran.", ["J. R. Smith left at 5 p.m. Monday.", "He ran."]),
-    ("The U.S. economy grew, e.g. Jobs rose. Apple Inc. Chairman spoke.", ["The U.S. economy grew, e.g. Jobs rose.",
-                                                                           "Apple Inc. Chairman spoke."]),
+    (
+        "The U.S. economy grew, e.g. Jobs rose. Apple Inc. Chairman spoke.",
+        ["The U.S. economy grew, e.g. Jobs rose.", "Apple Inc. Chairman spoke."],
+    ),
     ("So did I. Then we left.", ["So did I.", "Then we left."]),  # "I" is no initial
     # A lowercase word or a digit after a period does not start a sentence; a lowercase one after ? or ! neither.
     ("See p. 5 and fig. 3. It is 3.5 cm. it grows.", ["See p. 5 and fig. 3.", "It is 3.5 cm. it grows."]),

@@ -24,8 +24,9 @@ def test_a_stale_or_orphan_card_fails_the_check_and_fix_rewrites_it(tmp_path, mo
     monkeypatch.setattr(script, "CARDS_DIR", cards)
     real_card_files = script.card_files
     # Only the copies under tmp_path are checked, so that --fix cannot touch the repository's checkpoints.
-    monkeypatch.setattr(script, "card_files",
-                        lambda: {path: card for path, card in real_card_files().items() if path.parent == cards})
+    monkeypatch.setattr(
+        script, "card_files", lambda: {path: card for path, card in real_card_files().items() if path.parent == cards}
+    )
     stale = cards / "structformer-ptb.md"
     stale.write_text(stale.read_text().replace("Sentence-level UF1", "UF1"))
     (cards / "retired-model.md").write_text("# gone\n")

@@ -15,8 +15,9 @@ def test_minimal_feature_dp_finds_the_best_derivation(length, single_root):
     batch, size = 3, length + 3  # one position of padding beyond the buffer end
     transition_scores = torch.randn(batch, size, size, 3, generator=generator)
     arc_scores = torch.randn(batch, size, size, generator=generator)
-    best, heads, derivations = minimal_feature_dp(transition_scores, arc_scores, torch.full((batch,), length),
-                                                  single_root=single_root)
+    best, heads, derivations = minimal_feature_dp(
+        transition_scores, arc_scores, torch.full((batch,), length), single_root=single_root
+    )
     candidates = all_derivations(length, single_root)
     for b in range(batch):
         scored = [derivation_score(t, transition_scores[b], arc_scores[b], length)[0] for t in candidates]
@@ -62,17 +63,20 @@ def test_stack_size_dp_finds_the_best_derivation(length, buckets, single_root):
     transition_scores = torch.randn(batch, size, buckets, 3, generator=generator)
     matching_scores = torch.randn(batch, size, buckets, size, generator=generator)
     arc_scores = torch.randn(batch, size, size, generator=generator)
-    best, heads, derivations = stack_size_dp(transition_scores, matching_scores, arc_scores,
-                                             torch.full((batch,), length), single_root=single_root)
+    best, heads, derivations = stack_size_dp(
+        transition_scores, matching_scores, arc_scores, torch.full((batch,), length), single_root=single_root
+    )
     candidates = all_derivations(length, single_root)
     for b in range(batch):
-        scored = [stack_size_score(t, transition_scores[b], matching_scores[b], arc_scores[b], length)
-                  for t in candidates]
+        scored = [
+            stack_size_score(t, transition_scores[b], matching_scores[b], arc_scores[b], length) for t in candidates
+        ]
         assert float(best[b]) == pytest.approx(max(scored), abs=1e-4)
         replayed = stack_size_score(derivations[b], transition_scores[b], matching_scores[b], arc_scores[b], length)
         assert replayed == pytest.approx(float(best[b]), abs=1e-4)
-        _, replayed_heads = derivation_score(derivations[b], torch.zeros(size, size, 3), torch.zeros(size, size),
-                                             length)
+        _, replayed_heads = derivation_score(
+            derivations[b], torch.zeros(size, size, 3), torch.zeros(size, size), length
+        )
         assert replayed_heads[1:] == heads[b, 1 : length + 1].tolist()
         if single_root:
             assert replayed_heads[1:].count(0) == 1
@@ -149,8 +153,9 @@ def test_the_oracle_derivation_is_what_the_stack_size_dp_finds_when_it_scores_be
     buckets = length + 2
     heads = projectivize(random_tree(length, rng))
     transitions = static_oracle(heads)
-    _, replayed = derivation_score(transitions, torch.zeros(length + 2, length + 2, 3),
-                                   torch.zeros(length + 2, length + 2), length)
+    _, replayed = derivation_score(
+        transitions, torch.zeros(length + 2, length + 2, 3), torch.zeros(length + 2, length + 2), length
+    )
     assert replayed[1:] == heads
     steps, matchings = stack_size_events(transitions, length, buckets)
     size = length + 2
@@ -163,8 +168,9 @@ def test_the_oracle_derivation_is_what_the_stack_size_dp_finds_when_it_scores_be
         matching_scores[0, word, bucket, front] = 1
     for d, h in enumerate(heads, start=1):
         arc_scores[0, h, d] = 1
-    best, found, derivations = stack_size_dp(transition_scores, matching_scores, arc_scores, torch.tensor([length]),
-                                             single_root=True)
+    best, found, derivations = stack_size_dp(
+        transition_scores, matching_scores, arc_scores, torch.tensor([length]), single_root=True
+    )
     assert float(best[0]) == pytest.approx(len(steps) + len(matchings) + length)
     assert found[0, 1 : length + 1].tolist() == heads
 

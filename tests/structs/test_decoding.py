@@ -129,6 +129,7 @@ def check_decoder(decode, scores, mask, lengths, single_root, projective):
 
 # ---- eisner and chu_liu_edmonds ----------------------------------------------------------------------------------
 
+
 def batched_chu_liu_edmonds(scores, mask, single_root=True):
     """The batched torch implementation, whatever `chu_liu_edmonds` would choose."""
     return decoding._chu_liu_edmonds_batched(scores, mask, single_root)

@@ -73,7 +73,8 @@ def test_the_merge_order_of_split_scores_builds_their_top_down_tree_ties_include
             expected = {span for span in distances_to_spans(scores[b, : length - 1].tolist()) if span[1] - span[0] > 1}
             nodes = chart.node_span[(chart.node_span[:, 1] > chart.node_span[:, 0])]
             sentence_nodes = [
-                (first, last + 1) for first, last in nodes.tolist()
+                (first, last + 1)
+                for first, last in nodes.tolist()
                 if chart.node_of_span[b, first, last] >= 0
                 and bool((chart.node_span[chart.node_of_span[b, first, last]] == torch.tensor([first, last])).all())
             ]
@@ -95,8 +96,12 @@ def three_word_chart():
     for node, (first, last) in enumerate(node_span.tolist()):
         node_of_span[0, first, last] = node
     chart = ChartEncoding(
-        node_states=torch.zeros(6, 1), node_log_p=torch.zeros(6), node_span=node_span,
-        node_split=torch.tensor([-1, -1, -1, 0, 1, 1]), node_of_span=node_of_span, roots=torch.tensor([5]),
+        node_states=torch.zeros(6, 1),
+        node_log_p=torch.zeros(6),
+        node_span=node_span,
+        node_split=torch.tensor([-1, -1, -1, 0, 1, 1]),
+        node_of_span=node_of_span,
+        roots=torch.tensor([5]),
         compositions=torch.tensor([4]),
         node_split_candidates=torch.tensor([[-1, -1]] * 3 + [[0, -1], [1, -1], [0, 1]]),
         node_split_scores=torch.tensor([[0.0, 0.0]] * 5 + [[0.0, math.log(3)]]),

@@ -80,4 +80,8 @@ def test_the_model_code_uses_the_same_action_ids():
     from hf_structure.models.g2gtr import modeling_g2gtr
 
     assert (modeling_g2gtr.SHIFT, modeling_g2gtr.LEFT_ARC, modeling_g2gtr.RIGHT_ARC, modeling_g2gtr.SWAP) == (
-        SHIFT, LEFT_ARC, RIGHT_ARC, SWAP)
+        SHIFT,
+        LEFT_ARC,
+        RIGHT_ARC,
+        SWAP,
+    )

@@ -8,12 +8,16 @@ import pytest
 from hf_structure.training.parser import ParserModelArguments, learning_rates, new_parameters_lr_scale
 
 
-@pytest.mark.parametrize("arguments, scale", [
-    (ParserModelArguments(), 10.0),
-    (ParserModelArguments(model_name_or_path="runs/g2gtr"), 1.0),
-    (ParserModelArguments(model_name_or_path="runs/g2gtr", new_parameters_lr_scale=10.0), 10.0),
-    (ParserModelArguments(new_parameters_lr_scale=3.0), 3.0),
-], ids=["new parser", "saved parser", "saved, given", "new, given"])
+@pytest.mark.parametrize(
+    "arguments, scale",
+    [
+        (ParserModelArguments(), 10.0),
+        (ParserModelArguments(model_name_or_path="runs/g2gtr"), 1.0),
+        (ParserModelArguments(model_name_or_path="runs/g2gtr", new_parameters_lr_scale=10.0), 10.0),
+        (ParserModelArguments(new_parameters_lr_scale=3.0), 3.0),
+    ],
+    ids=["new parser", "saved parser", "saved, given", "new, given"],
+)
 def test_the_multiplier_by_where_the_run_starts_and_what_is_given(arguments, scale, caplog):
     caplog.set_level(logging.INFO, logger="hf_structure.training.parser")
     assert new_parameters_lr_scale(arguments) == scale

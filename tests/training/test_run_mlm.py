@@ -15,12 +15,41 @@ from tests.helpers.paths import ROOT
 
 SCRIPT = ROOT / "scripts" / "run_mlm.py"
 TINY_MODEL = ["--hidden_size", "32", "--num_hidden_layers", "2", "--num_attention_heads", "4"]
-TINY_R2D2 = ["--model_type", "r2d2", "--hidden_size", "32", "--num_attention_heads", "4", "--intermediate_size", "64",
-             "--num_composition_layers", "1", "--window_size", "2"]
+TINY_R2D2 = [
+    "--model_type",
+    "r2d2",
+    "--hidden_size",
+    "32",
+    "--num_attention_heads",
+    "4",
+    "--intermediate_size",
+    "64",
+    "--num_composition_layers",
+    "1",
+    "--window_size",
+    "2",
+]
 BOTH_MODELS = pytest.mark.parametrize("tiny_model", [TINY_MODEL, TINY_R2D2], ids=["structformer", "r2d2"])
-COMMON = ["--per_device_train_batch_size", "8", "--learning_rate", "1e-3", "--report_to", "none", "--use_cpu",
-          "--seed", "7", "--logging_steps", "5", "--train_sampling_strategy", "group_by_length",
-          "--prediction_loss_only", "--dataloader_num_workers", "0", "--disable_tqdm", "true"]
+COMMON = [
+    "--per_device_train_batch_size",
+    "8",
+    "--learning_rate",
+    "1e-3",
+    "--report_to",
+    "none",
+    "--use_cpu",
+    "--seed",
+    "7",
+    "--logging_steps",
+    "5",
+    "--train_sampling_strategy",
+    "group_by_length",
+    "--prediction_loss_only",
+    "--dataloader_num_workers",
+    "0",
+    "--disable_tqdm",
+    "true",
+]
 
 
 def environment():
@@ -75,8 +104,9 @@ def test_a_batch_is_masked_the_same_whether_or_not_it_is_the_first_of_the_proces
 
 
 def run_mlm(args, **kwargs):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], env=environment(), capture_output=True, text=True,
-                          timeout=600, **kwargs)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], env=environment(), capture_output=True, text=True, timeout=600, **kwargs
+    )
 
 
 def data_args(text_files):
@@ -90,8 +120,16 @@ def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_
     assert straight.returncode == 0, straight.stderr[-3000:]
 
     interrupted_dir = tmp_path / "b"
-    command = [sys.executable, str(SCRIPT), *tiny_model, *COMMON, *steps, *data_args(text_files),
-               "--output_dir", str(interrupted_dir)]
+    command = [
+        sys.executable,
+        str(SCRIPT),
+        *tiny_model,
+        *COMMON,
+        *steps,
+        *data_args(text_files),
+        "--output_dir",
+        str(interrupted_dir),
+    ]
     process = subprocess.Popen(command, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 900
@@ -122,8 +160,20 @@ def test_killed_training_resumes_from_its_last_checkpoint_and_loses_nothing(tmp_
 def test_a_spent_wall_clock_budget_ends_training_early_and_still_saves_the_model_and_its_record(tmp_path, text_files):
     out = tmp_path / "budget"
     # Any budget is spent by the end of the first step, so the run stops there instead of at step 50.
-    result = run_mlm([*TINY_MODEL, *COMMON, "--max_steps", "50", "--max_train_time_s", "1e-6", "--do_train",
-                      *data_args(text_files), "--output_dir", str(out)])
+    result = run_mlm(
+        [
+            *TINY_MODEL,
+            *COMMON,
+            "--max_steps",
+            "50",
+            "--max_train_time_s",
+            "1e-6",
+            "--do_train",
+            *data_args(text_files),
+            "--output_dir",
+            str(out),
+        ]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "wall-clock budget of 0 s spent at step 1: stopping" in result.stderr
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
@@ -133,15 +183,32 @@ def test_a_spent_wall_clock_budget_ends_training_early_and_still_saves_the_model
 
 def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_path, text_files):
     base = tmp_path / "base"
-    first = run_mlm([*TINY_MODEL, *COMMON, "--max_steps", "2", "--do_train", *data_args(text_files),
-                     "--output_dir", str(base)])
+    first = run_mlm(
+        [*TINY_MODEL, *COMMON, "--max_steps", "2", "--do_train", *data_args(text_files), "--output_dir", str(base)]
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     domain = tmp_path / "domain.txt"
     domain.write_text("The patient was given 5 mg of aspirin .\nHer blood pressure rose after 3 days .\n" * 20)
     tuned = tmp_path / "tuned"
-    result = run_mlm(["--model_name_or_path", str(base), *COMMON, "--max_steps", "3", "--do_train", "--do_eval",
-                      "--train_file", str(domain), "--validation_file", str(domain), "--output_dir", str(tuned),
-                      "--config_overrides", "calibration_scope=batch"])
+    result = run_mlm(
+        [
+            "--model_name_or_path",
+            str(base),
+            *COMMON,
+            "--max_steps",
+            "3",
+            "--do_train",
+            "--do_eval",
+            "--train_file",
+            str(domain),
+            "--validation_file",
+            str(domain),
+            "--output_dir",
+            str(tuned),
+            "--config_overrides",
+            "calibration_scope=batch",
+        ]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tuned / "trainer_state.json").read_text())["global_step"] == 3
     assert json.loads((base / "config.json").read_text())["calibration_scope"] == "sentence"
@@ -183,10 +250,29 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     (tmp_path / "command.txt").write_text("hf-structure train-lm ...\n")
     bundled = tmp_path / "bundled"
     bundle = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bundle_checkpoint.py"), "--run", str(tuned), "--output", str(bundled),
-         "--treebank", str(gold), "--command-file", str(tmp_path / "command.txt"), "--wall-time-s", "5",
-         "--lm-text", "ptb-test", str(domain), "--paper-mask-seeds", "2"],
-        capture_output=True, text=True, env=environment(), timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bundle_checkpoint.py"),
+            "--run",
+            str(tuned),
+            "--output",
+            str(bundled),
+            "--treebank",
+            str(gold),
+            "--command-file",
+            str(tmp_path / "command.txt"),
+            "--wall-time-s",
+            "5",
+            "--lm-text",
+            "ptb-test",
+            str(domain),
+            "--paper-mask-seeds",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=600,
     )
     assert bundle.returncode == 0, bundle.stderr[-3000:]
     eval_record = json.loads((bundled / "hf_structure_eval.json").read_text())
@@ -197,9 +283,26 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
 
 @BOTH_MODELS
 def test_two_cpu_processes_with_torchrun(tmp_path, text_files, tiny_model):
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
-               str(SCRIPT), *tiny_model, *COMMON, "--max_steps", "3", "--do_train", "--ddp_backend", "gloo",
-               *data_args(text_files), "--output_dir", str(tmp_path / "ddp")]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29533",
+        str(SCRIPT),
+        *tiny_model,
+        *COMMON,
+        "--max_steps",
+        "3",
+        "--do_train",
+        "--ddp_backend",
+        "gloo",
+        *data_args(text_files),
+        "--output_dir",
+        str(tmp_path / "ddp"),
+    ]
     result = subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     state = json.loads((tmp_path / "ddp" / "trainer_state.json").read_text())
@@ -211,15 +314,32 @@ def test_two_cpu_processes_with_torchrun(tmp_path, text_files, tiny_model):
 
 def test_an_r2d2_is_fine_tuned_on_new_text_and_parses(tmp_path, text_files):
     base = tmp_path / "base"
-    first = run_mlm([*TINY_R2D2, *COMMON, "--max_steps", "2", "--do_train", *data_args(text_files),
-                     "--output_dir", str(base)])
+    first = run_mlm(
+        [*TINY_R2D2, *COMMON, "--max_steps", "2", "--do_train", *data_args(text_files), "--output_dir", str(base)]
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     domain = tmp_path / "domain.txt"
     domain.write_text("The patient was given 5 mg of aspirin .\nHer blood pressure rose after 3 days .\n" * 20)
     tuned = tmp_path / "tuned"
-    result = run_mlm(["--model_name_or_path", str(base), *COMMON, "--max_steps", "3", "--do_train", "--do_eval",
-                      "--train_file", str(domain), "--validation_file", str(domain), "--output_dir", str(tuned),
-                      "--config_overrides", "parse_window_size=3"])
+    result = run_mlm(
+        [
+            "--model_name_or_path",
+            str(base),
+            *COMMON,
+            "--max_steps",
+            "3",
+            "--do_train",
+            "--do_eval",
+            "--train_file",
+            str(domain),
+            "--validation_file",
+            str(domain),
+            "--output_dir",
+            str(tuned),
+            "--config_overrides",
+            "parse_window_size=3",
+        ]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tuned / "trainer_state.json").read_text())["global_step"] == 3
     assert json.loads((tuned / "config.json").read_text())["parse_window_size"] == 3
@@ -248,9 +368,24 @@ def test_evaluation_during_training_logs_perplexity_and_parsing_scores_with_the_
         "the\tDT\t3\nold\tJJ\t3\nman\tNN\t4\nsat\tVBD\t0\non\tIN\t4\nthe\tDT\t7\nbench\tNN\t5\n.\t.\t4\n\n"
         "a\tDT\t2\ndog\tNN\t3\nran\tVBD\t0\n"
     )
-    result = run_mlm([*TINY_MODEL, *COMMON, "--max_steps", "4", "--do_train", "--eval_strategy", "steps",
-                      "--eval_steps", "2", "--treebank_dir", str(treebank), *data_args(text_files),
-                      "--output_dir", str(tmp_path / "run")])
+    result = run_mlm(
+        [
+            *TINY_MODEL,
+            *COMMON,
+            "--max_steps",
+            "4",
+            "--do_train",
+            "--eval_strategy",
+            "steps",
+            "--eval_steps",
+            "2",
+            "--treebank_dir",
+            str(treebank),
+            *data_args(text_files),
+            "--output_dir",
+            str(tmp_path / "run"),
+        ]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     history = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["log_history"]
     parsing = [entry for entry in history if "parse_sentence_f1" in entry]
@@ -278,9 +413,19 @@ def tiny_fast_r2d2():
     from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling
 
     torch.manual_seed(0)
-    return R2D2ForLanguageModeling(R2D2Config(vocab_size=30, hidden_size=16, num_attention_heads=2,
-                                              intermediate_size=32, num_composition_layers=1, pruning="parser",
-                                              parser_embedding_size=8, parser_hidden_size=8, parser_num_layers=1))
+    return R2D2ForLanguageModeling(
+        R2D2Config(
+            vocab_size=30,
+            hidden_size=16,
+            num_attention_heads=2,
+            intermediate_size=32,
+            num_composition_layers=1,
+            pruning="parser",
+            parser_embedding_size=8,
+            parser_hidden_size=8,
+            parser_num_layers=1,
+        )
+    )
 
 
 def r2d2_trainer(tmp_path, own_args, **training):
@@ -288,16 +433,24 @@ def r2d2_trainer(tmp_path, own_args, **training):
     from hf_structure.training.trainer import LanguageModelTrainer, LanguageModelTrainingArguments
 
     model = tiny_fast_r2d2()
-    args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none",
-                                          **{"learning_rate": 1e-4, "weight_decay": 0.01, **training})
+    args = LanguageModelTrainingArguments(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to="none",
+        **{"learning_rate": 1e-4, "weight_decay": 0.01, **training},
+    )
     return LanguageModelTrainer(model=model, args=args, optimizer_parts=TRAINING.optimizer_parts(own_args, args))
 
 
 def test_the_top_down_parser_trains_at_its_own_learning_rate_and_warm_up(tmp_path):
     from hf_structure.models.r2d2.training_r2d2 import R2D2TrainingArguments
 
-    trainer = r2d2_trainer(tmp_path, R2D2TrainingArguments(parser_learning_rate=1e-2, parser_warmup_steps=4),
-                           lr_scheduler_type="linear", warmup_steps=0)
+    trainer = r2d2_trainer(
+        tmp_path,
+        R2D2TrainingArguments(parser_learning_rate=1e-2, parser_warmup_steps=4),
+        lr_scheduler_type="linear",
+        warmup_steps=0,
+    )
     model = trainer.model
     optimizer = trainer.create_optimizer()
     assert trainer.create_optimizer() is optimizer and len(optimizer.param_groups) == 4  # asked twice, split once
@@ -325,16 +478,20 @@ def test_the_parser_and_the_language_model_are_clipped_apart_or_together_with_bo
         model = trainer.model
         for parameter in model.parameters():  # the parser's gradient norm 30, the rest's 0.5
             parameter.grad = torch.ones_like(parameter)
-        parts = {"parser": [p for n, p in model.named_parameters() if "split_parser" in n],
-                 "lm": [p for n, p in model.named_parameters() if "split_parser" not in n]}
+        parts = {
+            "parser": [p for n, p in model.named_parameters() if "split_parser" in n],
+            "lm": [p for n, p in model.named_parameters() if "split_parser" not in n],
+        }
         for name, target in (("parser", 30.0), ("lm", 0.5)):
             norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in parts[name]]))
             for p in parts[name]:
                 p.grad.mul_(target / norm)
         total = trainer._clip_grad_norm(model)
         assert torch.isclose(total, torch.tensor((30.0**2 + 0.5**2) ** 0.5))
-        after = {name: torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in ps])).item()
-                 for name, ps in parts.items()}
+        after = {
+            name: torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in ps])).item()
+            for name, ps in parts.items()
+        }
         if separately:
             assert after == pytest.approx({"parser": 1.0, "lm": 0.5}, rel=1e-4)
         else:  # one clip over both: the same factor for both
@@ -349,9 +506,16 @@ def test_a_schedule_tied_to_the_wall_clock_decays_by_the_budget_spent_or_the_ste
     from hf_structure.training.trainer import LanguageModelTrainer, LanguageModelTrainingArguments
 
     def trainer_with_clock(**settings):
-        args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none",
-                                              learning_rate=1e-3, lr_scheduler_type="linear", warmup_steps=0,
-                                              max_train_time_s=100, **settings)
+        args = LanguageModelTrainingArguments(
+            output_dir=str(tmp_path),
+            use_cpu=True,
+            report_to="none",
+            learning_rate=1e-3,
+            lr_scheduler_type="linear",
+            warmup_steps=0,
+            max_train_time_s=100,
+            **settings,
+        )
         trainer = LanguageModelTrainer(model=tiny_fast_r2d2(), args=args)
         now = [0.0]
         trainer.wall_clock.clock = lambda: now[0]
@@ -372,16 +536,38 @@ def test_a_schedule_tied_to_the_wall_clock_decays_by_the_budget_spent_or_the_ste
     trainer, scheduler, now = trainer_with_clock()  # by steps alone, as before
     assert rates_after(trainer, scheduler, now, 50.0) == {round(1e-3 * 99 / 100, 9)}
     with pytest.raises(ValueError, match="needs --max_train_time_s"):
-        LanguageModelTrainer(model=tiny_fast_r2d2(), args=LanguageModelTrainingArguments(
-            output_dir=str(tmp_path), use_cpu=True, report_to="none", lr_decay_by_wall_clock=True))
+        LanguageModelTrainer(
+            model=tiny_fast_r2d2(),
+            args=LanguageModelTrainingArguments(
+                output_dir=str(tmp_path), use_cpu=True, report_to="none", lr_decay_by_wall_clock=True
+            ),
+        )
 
 
 def test_training_logs_the_language_model_and_parser_losses_and_the_split_entropy_apart(tmp_path, text_files):
-    result = run_mlm([*TINY_R2D2, *COMMON, "--max_steps", "4", "--logging_steps", "2", "--do_train",
-                      "--pruning", "parser", "--parser_learning_rate", "1e-2", "--clip_parts_separately",
-                      "--parser_start_step", "2", "--config_overrides",
-                      "parser_num_layers=1,parser_hidden_size=8,parser_embedding_size=8,parser_target=best",
-                      *data_args(text_files), "--output_dir", str(tmp_path / "run")])
+    result = run_mlm(
+        [
+            *TINY_R2D2,
+            *COMMON,
+            "--max_steps",
+            "4",
+            "--logging_steps",
+            "2",
+            "--do_train",
+            "--pruning",
+            "parser",
+            "--parser_learning_rate",
+            "1e-2",
+            "--clip_parts_separately",
+            "--parser_start_step",
+            "2",
+            "--config_overrides",
+            "parser_num_layers=1,parser_hidden_size=8,parser_embedding_size=8,parser_target=best",
+            *data_args(text_files),
+            "--output_dir",
+            str(tmp_path / "run"),
+        ]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     history = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["log_history"]
     logged = [entry for entry in history if "loss" in entry]
@@ -395,8 +581,16 @@ def test_training_logs_the_language_model_and_parser_losses_and_the_split_entrop
 
 
 # What the documented scripts' shell variables stand for when their commands are parsed.
-PLACEHOLDERS = {"$seed": "1", "SEED": "1", "$steps": "10", "${STEPS:-300}": "300", "$warmup": "1", "$TRAIN_S": "60",
-                "$batch": "8", "$pruning": "parser"}
+PLACEHOLDERS = {
+    "$seed": "1",
+    "SEED": "1",
+    "$steps": "10",
+    "${STEPS:-300}": "300",
+    "$warmup": "1",
+    "$TRAIN_S": "60",
+    "$batch": "8",
+    "$pruning": "parser",
+}
 
 
 def documented_commands() -> list[tuple[str, list[str]]]:
@@ -412,7 +606,7 @@ def documented_commands() -> list[tuple[str, list[str]]]:
         text = path.read_text().replace("\\\n", " ")
         if "common=(" not in text:
             continue
-        array = text[text.index("common=(") + len("common=("):]
+        array = text[text.index("common=(") + len("common=(") :]
         array = array[: array.index(")\n")].split()
         for line in text.splitlines():  # each run adds its own arguments after the array
             if '"${common[@]}"' in line and "scripts/run_" in line:
@@ -424,8 +618,9 @@ def documented_commands() -> list[tuple[str, list[str]]]:
                 own.remove("$arguments")
                 for variant in (path.parent / "device_variants.txt").read_text().splitlines():
                     if variant.strip() and not variant.startswith("#"):
-                        commands.append((f"{path.parent.name}/{path.name}", [script, *array, *variant.split()[2:],
-                                                                             *own]))
+                        commands.append(
+                            (f"{path.parent.name}/{path.name}", [script, *array, *variant.split()[2:], *own])
+                        )
 
     def substituted(word: str) -> str:
         word = word.strip('"')
@@ -440,9 +635,13 @@ def test_the_documented_training_commands_still_parse(monkeypatch):
     from hf_structure.training import arguments, language_model, parser
 
     commands = documented_commands()
-    assert {"r2d2-ptb-training/fast_r2d2_run.sh", "g2gtr-ewt-training/command_stage2.txt",
-            "arc-hybrid-ewt-training/command.txt", "r2d2-ptb-training/device_run.sh",
-            "r2d2-ptb-training/schedule_c.sh"} <= {name for name, _ in commands}
+    assert {
+        "r2d2-ptb-training/fast_r2d2_run.sh",
+        "g2gtr-ewt-training/command_stage2.txt",
+        "arc-hybrid-ewt-training/command.txt",
+        "r2d2-ptb-training/device_run.sh",
+        "r2d2-ptb-training/schedule_c.sh",
+    } <= {name for name, _ in commands}
     for name, words in commands:
         entry, default = (language_model, "structformer") if words[0].endswith("run_mlm.py") else (parser, "g2gtr")
         given = words[words.index("--model_type") + 1] if "--model_type" in words else default
@@ -479,9 +678,13 @@ def test_perplexity_is_logged_only_for_a_loss_that_is_a_word_cross_entropy(tmp_p
     dataset = tokenize_sentences(["the dog ran", "a man sat on the bench"], tokenizer, None)
     args = LanguageModelTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
     for declared in (True, False):
-        trainer = LanguageModelTrainer(model=tiny_fast_r2d2(), args=args, eval_dataset=dataset,
-                                       data_collator=EveryWordCollator(tokenizer),
-                                       perplexity_from_eval_loss=declared)
+        trainer = LanguageModelTrainer(
+            model=tiny_fast_r2d2(),
+            args=args,
+            eval_dataset=dataset,
+            data_collator=EveryWordCollator(tokenizer),
+            perplexity_from_eval_loss=declared,
+        )
         metrics = trainer.evaluate()
         assert ("eval_perplexity" in metrics) is declared and "eval_loss" in metrics
 

@@ -22,12 +22,41 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT / "src"), HF_HUB
 
 def run_parser_command(model_type, bert_folder, treebank, output, *extra):
     by_type = {"g2gtr": ["--graph_layers", "2", "--configurations_per_example", "4"], "arc_hybrid": []}
-    return [sys.executable, str(SCRIPT), "--model_type", model_type, *by_type[model_type],
-            "--encoder", str(bert_folder), "--train_file", str(treebank),
-            "--per_device_train_batch_size", "2", "--max_steps", "40",
-            "--save_steps", "4", "--learning_rate", "1e-3", "--use_cpu", "--report_to", "none", "--seed", "3",
-            "--train_sampling_strategy", "group_by_length", "--remove_unused_columns", "false",
-            "--dataloader_num_workers", "0", "--disable_tqdm", "true", "--output_dir", str(output), *extra]
+    return [
+        sys.executable,
+        str(SCRIPT),
+        "--model_type",
+        model_type,
+        *by_type[model_type],
+        "--encoder",
+        str(bert_folder),
+        "--train_file",
+        str(treebank),
+        "--per_device_train_batch_size",
+        "2",
+        "--max_steps",
+        "40",
+        "--save_steps",
+        "4",
+        "--learning_rate",
+        "1e-3",
+        "--use_cpu",
+        "--report_to",
+        "none",
+        "--seed",
+        "3",
+        "--train_sampling_strategy",
+        "group_by_length",
+        "--remove_unused_columns",
+        "false",
+        "--dataloader_num_workers",
+        "0",
+        "--disable_tqdm",
+        "true",
+        "--output_dir",
+        str(output),
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("model_type", PARSER_TYPES)
@@ -36,13 +65,22 @@ def test_a_killed_parser_run_resumes_from_its_last_checkpoint_and_loses_nothing(
 
     treebank = tmp_path / "train.conllu"
     treebank.write_text(conllu_text(SENTENCES * 2))
-    straight = subprocess.run(run_parser_command(model_type, bert_folder, treebank, tmp_path / "a"), env=ENV,
-                              capture_output=True, text=True, timeout=600)
+    straight = subprocess.run(
+        run_parser_command(model_type, bert_folder, treebank, tmp_path / "a"),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert straight.returncode == 0, straight.stderr[-3000:]
     assert json.loads((tmp_path / "a" / "hf_structure_training.json").read_text())["steps"] == 40
 
-    process = subprocess.Popen(run_parser_command(model_type, bert_folder, treebank, tmp_path / "b"), env=ENV,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        run_parser_command(model_type, bert_folder, treebank, tmp_path / "b"),
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.time() + 600
         while not (tmp_path / "b" / "checkpoint-4" / "trainer_state.json").exists():
@@ -52,8 +90,13 @@ def test_a_killed_parser_run_resumes_from_its_last_checkpoint_and_loses_nothing(
         process.send_signal(signal.SIGKILL)
         process.wait()
     assert not (tmp_path / "b" / "model.safetensors").exists()
-    resumed = subprocess.run(run_parser_command(model_type, bert_folder, treebank, tmp_path / "b"), env=ENV,
-                             capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        run_parser_command(model_type, bert_folder, treebank, tmp_path / "b"),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming from the last checkpoint in the output folder" in resumed.stderr
     expected, actual = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
@@ -66,8 +109,16 @@ def test_two_cpu_processes_with_torchrun(model_type, bert_folder, tmp_path):
     treebank.write_text(conllu_text(SENTENCES * 4))
     command = run_parser_command(model_type, bert_folder, treebank, tmp_path / "ddp", "--ddp_backend", "gloo")
     port = str(29547 + PARSER_TYPES.index(model_type))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port,
-               *command[1:]]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        port,
+        *command[1:],
+    ]
     command[command.index("--max_steps") + 1] = "3"
     result = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -82,16 +133,34 @@ def test_a_saved_arc_hybrid_parser_is_fine_tuned_on_new_data_with_dev_scores(ber
 
     treebank = tmp_path / "train.conllu"
     treebank.write_text(conllu_text(SENTENCES))
-    first = subprocess.run(run_parser_command("arc_hybrid", bert_folder, treebank, tmp_path / "first"), env=ENV,
-                           capture_output=True, text=True, timeout=600)
+    first = subprocess.run(
+        run_parser_command("arc_hybrid", bert_folder, treebank, tmp_path / "first"),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert first.returncode == 0, first.stderr[-3000:]
-    other = [{**SENTENCES[0], "id": "c", "words": ["the", "old", "man", "sat", "."]} | {
-        "heads": [3, 3, 4, 0, 4], "deprels": ["det", "det", "nsubj", "root", "punct"]}]
+    other = [
+        {**SENTENCES[0], "id": "c", "words": ["the", "old", "man", "sat", "."]}
+        | {"heads": [3, 3, 4, 0, 4], "deprels": ["det", "det", "nsubj", "root", "punct"]}
+    ]
     (tmp_path / "other.conllu").write_text(conllu_text(other * 3))
     (tmp_path / "dev.conllu").write_text(conllu_text(other))
-    command = run_parser_command("arc_hybrid", bert_folder, tmp_path / "other.conllu", tmp_path / "tuned",
-                                 "--model_name_or_path", str(tmp_path / "first"), "--validation_file",
-                                 str(tmp_path / "dev.conllu"), "--eval_strategy", "steps", "--eval_steps", "10")
+    command = run_parser_command(
+        "arc_hybrid",
+        bert_folder,
+        tmp_path / "other.conllu",
+        tmp_path / "tuned",
+        "--model_name_or_path",
+        str(tmp_path / "first"),
+        "--validation_file",
+        str(tmp_path / "dev.conllu"),
+        "--eval_strategy",
+        "steps",
+        "--eval_steps",
+        "10",
+    )
     command[command.index("--max_steps") + 1] = "10"
     tuned = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=600)
     assert tuned.returncode == 0, tuned.stderr[-3000:]

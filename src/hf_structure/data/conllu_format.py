@@ -165,8 +165,10 @@ def _conllu_sentence(block: list[str], first: int, source: str) -> ConlluSentenc
             raise TreebankFormatError(f"{source}:{number}: {error}") from None
         if isinstance(token["id"], int):
             if token["id"] != len(words) + 1:
-                raise TreebankFormatError(f"{source}:{number}: word ID {token['id']} where {len(words) + 1} was "
-                                          "expected (the words of a sentence are numbered 1, 2, 3 ...)")
+                raise TreebankFormatError(
+                    f"{source}:{number}: word ID {token['id']} where {len(words) + 1} was "
+                    "expected (the words of a sentence are numbered 1, 2, 3 ...)"
+                )
             words.append(token["form"])
     return ConlluSentence(first, block, words, metadata)
 
@@ -200,8 +202,9 @@ def conllu_with_parse(sentence: ConlluSentence, parse: dict | None = None, error
 # ------------------------------------------------------------------------------------------------------- writing
 
 
-def parse_to_conllu(parse: dict, sent_id: str | int | None = None, text: str | None = None,
-                    newpar: bool = False) -> str:
+def parse_to_conllu(
+    parse: dict, sent_id: str | int | None = None, text: str | None = None, newpar: bool = False
+) -> str:
     """One CoNLL-U sentence block (ending in a blank line) of a parse with `words` and `heads` (1-based, 0 = root),
     and `deprels` or `upos` where it has them. A parse without labels gets `root` for its root word and `dep` (UD's
     unspecified dependency) for the others; columns the parse does not give are `_`. A parse of raw text (with the
@@ -223,8 +226,18 @@ def parse_to_conllu(parse: dict, sent_id: str | int | None = None, text: str | N
             if offsets[i][1] == offsets[i + 1][0]:
                 misc[i] = {"SpaceAfter": "No"}
     tokens = [
-        Token(id=i, form=word, lemma=None, upos=tag, xpos=None, feats=None, head=head, deprel=deprel, deps=None,
-              misc=extra)
+        Token(
+            id=i,
+            form=word,
+            lemma=None,
+            upos=tag,
+            xpos=None,
+            feats=None,
+            head=head,
+            deprel=deprel,
+            deps=None,
+            misc=extra,
+        )
         for i, (word, tag, head, deprel, extra) in enumerate(zip(words, upos, heads, deprels, misc), start=1)
     ]
     metadata = {"newpar": None} if newpar else {}

@@ -26,11 +26,13 @@ def build_word_tokenizer(sentences: Iterable[str], max_vocab_size: int | None = 
     words = [word for word, _ in counts.most_common(max_vocab_size)]
     vocab = {token: index for index, token in enumerate([PAD, MASK, UNK, *words])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    backend.normalizer = normalizers.Sequence([
-        normalizers.Replace(Regex(NUMBER_TOKEN), "0"),
-        normalizers.Lowercase(),
-        normalizers.Replace(Regex(NUMBER), "N"),
-    ])
+    backend.normalizer = normalizers.Sequence(
+        [
+            normalizers.Replace(Regex(NUMBER_TOKEN), "0"),
+            normalizers.Lowercase(),
+            normalizers.Replace(Regex(NUMBER), "N"),
+        ]
+    )
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     return PreTrainedTokenizerFast(
         tokenizer_object=backend,

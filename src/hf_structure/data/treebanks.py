@@ -158,7 +158,6 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
     if not directory.exists():
         raise FileNotFoundError(f"treebank not found: {directory}")
     if directory.suffix == ".conllu":
-
         return _some_sentence(read_conllu_gold(directory), directory)
     mrg_dir, dp_dir = directory / "mrg", directory / "dp"
     if not mrg_dir.is_dir():

@@ -31,8 +31,9 @@ class ParsingEvaluationCallback(TrainerCallback):
 
     def gold(self, model) -> tuple[bool, list]:
         """Whether every word is scored, and the gold sentences (read once per punctuation policy)."""
-        every_word = (Path(self.treebank).suffix == ".conllu"
-                      and getattr(model.config, "punctuation_policy", "keep") == "keep")
+        every_word = (
+            Path(self.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep"
+        )
         if every_word not in self.gold_of_policy:
             gold = read_conllu(self.treebank) if every_word else read_treebank(self.treebank)
             self.gold_of_policy[every_word] = gold[: self.max_sentences]

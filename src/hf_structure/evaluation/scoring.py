@@ -58,8 +58,14 @@ def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
 
 @torch.no_grad()
 def parse_word_lists(
-    model, tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 64, num_threads: int | None = None,
-    names: Sequence[str] | None = None, skip_unparsable: bool = False, on_batch: Callable[[int], None] | None = None,
+    model,
+    tokenizer,
+    sentences: Sequence[Sequence[str]],
+    batch_size: int = 64,
+    num_threads: int | None = None,
+    names: Sequence[str] | None = None,
+    skip_unparsable: bool = False,
+    on_batch: Callable[[int], None] | None = None,
     **options,
 ) -> list:
     """`model.parse` over pre-split sentences, batched by length; results in input order. `options` go to `parse`
@@ -135,7 +141,11 @@ def alternative_tree_decodings(model) -> list[str]:
 
 
 def evaluate_model(
-    model, tokenizer, gold: Sequence[GoldSentence], batch_size: int = 64, num_threads: int | None = None,
+    model,
+    tokenizer,
+    gold: Sequence[GoldSentence],
+    batch_size: int = 64,
+    num_threads: int | None = None,
     on_batch: Callable[[int], None] | None = None,
 ) -> dict:
     """Scores with the model's default decodings, plus `<score>_<method>` for each alternative head decoding
@@ -144,8 +154,8 @@ def evaluate_model(
     out of every score and named in `skipped` (see `parsed_sentences`)."""
     names = [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
     gold, parses, skipped = parsed_sentences(
-        gold, parse_word_lists(model, tokenizer, [g.words for g in gold], batch_size, num_threads, names, True,
-                               on_batch)
+        gold,
+        parse_word_lists(model, tokenizer, [g.words for g in gold], batch_size, num_threads, names, True, on_batch),
     )
     words = [g.words for g in gold]
     scores = score_parses(gold, parses)
@@ -154,8 +164,9 @@ def evaluate_model(
         ("tree_decoding", "spans", alternative_tree_decodings(model)),
     ):
         for method in methods:
-            parses = parse_word_lists(model, tokenizer, words, batch_size, num_threads, on_batch=on_batch,
-                                      **{option: method})
+            parses = parse_word_lists(
+                model, tokenizer, words, batch_size, num_threads, on_batch=on_batch, **{option: method}
+            )
             alternative = score_parses(gold, [{structure: p[structure]} for p in parses], suffix=f"_{method}")
             scores.update({key: value for key, value in alternative.items() if key != "sentences"})
     return {**scores, "skipped": skipped} if skipped else scores
@@ -204,8 +215,14 @@ def parse_passes(model, conllu: bool = False) -> int:
     return 1 + len(alternative_decodings(model)) + (0 if conllu else len(alternative_tree_decodings(model)))
 
 
-def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads: int | None = None,
-                       on_batch: Callable[[int], None] | None = None) -> dict:
+def evaluate_on_conllu(
+    model,
+    tokenizer,
+    path,
+    batch_size: int = 64,
+    num_threads: int | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> dict:
     """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
     are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with
     each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...). `num_threads`: as
@@ -216,8 +233,9 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads
     sentences = read_conllu(path)
     names = [f"sentence {number} ({path}:{s['line']})" for number, s in enumerate(sentences, 1)]
     start = time.perf_counter()
-    parses = parse_word_lists(model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, names, True,
-                              on_batch)
+    parses = parse_word_lists(
+        model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, names, True, on_batch
+    )
     seconds = time.perf_counter() - start
     sentences, parses, skipped = parsed_sentences(sentences, parses)
     scores = score_all_words(sentences, parses)
@@ -231,7 +249,12 @@ def evaluate_on_conllu(model, tokenizer, path, batch_size: int = 64, num_threads
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
     for method in alternative_decodings(model):
         parses = parse_word_lists(
-            model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, on_batch=on_batch,
+            model,
+            tokenizer,
+            [s["words"] for s in sentences],
+            batch_size,
+            num_threads,
+            on_batch=on_batch,
             head_decoding=method,
         )
         alternative = score_all_words(sentences, parses)

@@ -12,7 +12,6 @@ LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack
 LFS_MIN_SIZE = 10 * 1024 * 1024
 
 
-
 def file_etag(path: str | os.PathLike) -> str:
     """The etag the Hub serves for a file: sha256 of the content for Git LFS files, else the git blob sha1."""
     path = Path(path)

@@ -22,5 +22,13 @@ PTB_LM_TEST = {"type": "ptb_text_only", "name": "Penn Treebank LM text (Mikolov 
 
 def perplexity_metric(key: str, label: str, description: str, task_name: str = "Masked language modelling"):
     """A perplexity on the PTB LM test text, as the Hub's model-index reports it (lower is better)."""
-    return CardMetric(key, label, description, task_type="fill-mask", task_name=task_name, dataset=PTB_LM_TEST,
-                      lower_is_better=True, metric_type="perplexity")
+    return CardMetric(
+        key,
+        label,
+        description,
+        task_type="fill-mask",
+        task_name=task_name,
+        dataset=PTB_LM_TEST,
+        lower_is_better=True,
+        metric_type="perplexity",
+    )

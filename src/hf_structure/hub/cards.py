@@ -63,8 +63,9 @@ def _duration(seconds: float) -> str:
 def card_eval_record(model_dir, spec: ModelSpec) -> dict:
     """The evaluation record, holding every score the card of a `spec` model reports (else an error giving the
     command that writes them all)."""
-    return load_eval_record(model_dir, tuple(metric.key for metric in spec.card_metrics),
-                            language_model=spec.perplexity is not None)
+    return load_eval_record(
+        model_dir, tuple(metric.key for metric in spec.card_metrics), language_model=spec.perplexity is not None
+    )
 
 
 def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, template_path=None):

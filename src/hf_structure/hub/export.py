@@ -19,14 +19,18 @@ from .records import EVAL_RECORD, TRAINING_RECORD, load_training_record, read_js
 
 TASK = "unsupervised-parsing"
 PIPELINE_FILES = ("unsupervised_parsing.py", "word_tokenization.py")
-REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "README.md", EVAL_RECORD,
-                  TRAINING_RECORD, *PIPELINE_FILES)
+REQUIRED_FILES = (
+    "config.json",
+    "model.safetensors",
+    "tokenizer_config.json",
+    "README.md",
+    EVAL_RECORD,
+    TRAINING_RECORD,
+    *PIPELINE_FILES,
+)
 
 
-
-def export_model_folder(
-    model_dir: str | os.PathLike, out_dir: str | os.PathLike, repo_id: str | None = None
-) -> Path:
+def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike, repo_id: str | None = None) -> Path:
     """Write the folder that goes to the Hub: weights, config (auto_map + custom_pipelines), modeling, configuration
     and pipeline code, tokenizer, README.md model card and the two records. `model_dir` is a checkpoint folder or a
     bundled model name. Returns `out_dir`."""
@@ -89,12 +93,17 @@ def keep_stored_precision(source: Path, exported: Path) -> None:
     floating = {dtype for dtype in stored.values() if dtype.is_floating_point}
     only_dtype = floating.pop() if len(floating) == 1 else None
     tensors = load_file(exported)
-    wanted = {name: stored.get(name, only_dtype) if tensor.is_floating_point() else tensor.dtype
-              for name, tensor in tensors.items()}
+    wanted = {
+        name: stored.get(name, only_dtype) if tensor.is_floating_point() else tensor.dtype
+        for name, tensor in tensors.items()
+    }
     if all(wanted[name] in (None, tensor.dtype) for name, tensor in tensors.items()):
         return
-    save_file({name: tensor.to(wanted[name] or tensor.dtype) for name, tensor in tensors.items()}, exported,
-              metadata={"format": "pt"})
+    save_file(
+        {name: tensor.to(wanted[name] or tensor.dtype) for name, tensor in tensors.items()},
+        exported,
+        metadata={"format": "pt"},
+    )
 
 
 def check_export(folder: str | os.PathLike) -> None:
@@ -136,8 +145,9 @@ def push_model(
         export_model_folder(model_dir, folder, repo_id=repo_id)
         try:
             api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-            return api.upload_folder(repo_id=repo_id, folder_path=folder, repo_type="model",
-                                     commit_message=commit_message)
+            return api.upload_folder(
+                repo_id=repo_id, folder_path=folder, repo_type="model", commit_message=commit_message
+            )
         except OSError as error:  # no network, an unreachable endpoint, the Hub's refusal (its errors are OSErrors)
             reason = " ".join(str(error).split()) or type(error).__name__
             raise HubUploadError(f"could not upload to {repo_id}: {reason}") from error

@@ -64,8 +64,9 @@ def write_eval_record(model_dir: str | os.PathLike, record: dict) -> Path:
 def write_training_record(model_dir: str | os.PathLike, record: dict) -> Path:
     """Write a folder's training record, `machine` (default: this machine, `machine_description`) included; the
     other required keys (`command`, `wall_time_s`, `steps`, `epochs`) must be there. Returns the file's path."""
-    return _write_record(model_dir, TRAINING_RECORD, {"machine": machine_description(), **record},
-                         REQUIRED_TRAINING_KEYS)
+    return _write_record(
+        model_dir, TRAINING_RECORD, {"machine": machine_description(), **record}, REQUIRED_TRAINING_KEYS
+    )
 
 
 def staged_training_record(stages: list[dict], **fields) -> dict:
@@ -110,11 +111,17 @@ def treebank_record_fields(treebank: str | os.PathLike) -> dict:
     both), never by a path of this machine."""
     path = Path(treebank)
     if path.name == "dev" and path.parent.name == "ptb-sample":
-        return {"dataset": "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)", "dataset_id": "ptb-wsj-sample",
-                "dataset_split": "wsj_0001-wsj_0099"}
+        return {
+            "dataset": "Penn Treebank WSJ (section 00 sample, wsj_0001-wsj_0099)",
+            "dataset_id": "ptb-wsj-sample",
+            "dataset_split": "wsj_0001-wsj_0099",
+        }
     if match := re.fullmatch(r"en_ewt-ud-(train|dev|test)\.conllu", path.name):
-        return {"dataset": f"UD English-EWT {match[1]}", "dataset_id": "universal_dependencies",
-                "dataset_split": f"en_ewt {match[1]}"}
+        return {
+            "dataset": f"UD English-EWT {match[1]}",
+            "dataset_id": "universal_dependencies",
+            "dataset_split": f"en_ewt {match[1]}",
+        }
     name = path.resolve().name
     return {"dataset": name, "dataset_id": name}  # not a Hub dataset: the model-index names it as it is
 

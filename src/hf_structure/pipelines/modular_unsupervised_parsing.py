@@ -243,8 +243,12 @@ class UnsupervisedParsingPipeline(Pipeline):
     ):
         check_options(
             self.model,
-            {"structures": structures, "keep_punctuation": keep_punctuation, "return_scores": return_scores,
-             **parse_options},
+            {
+                "structures": structures,
+                "keep_punctuation": keep_punctuation,
+                "return_scores": return_scores,
+                **parse_options,
+            },
         )
         if isinstance(structures, str):
             structures = (structures,)
@@ -381,14 +385,18 @@ class UnsupervisedParsingPipeline(Pipeline):
             raise SentenceError(f"{name}: {message}")
         return _Sentence(words, seen, offsets, text)
 
-    def preprocess(self, item, is_split_into_words=False, split_sentences=True, on_error="raise",
-                   word_convention=None):
+    def preprocess(self, item, is_split_into_words=False, split_sentences=True, on_error="raise", word_convention=None):
         # A model input is a group of sentences, parsed in one batch: one sentence checked by `__call__`, or the
         # sentences of an item of a Dataset or generator (a list of results for a text, one result for a word list).
         if isinstance(item, _Sentence):
             return {"group": {"sentences": [item._asdict()], "as_list": False}}
-        sentences = self.sentences(item, is_split_into_words, split_sentences=split_sentences, on_error=on_error,
-                                   word_convention=word_convention)
+        sentences = self.sentences(
+            item,
+            is_split_into_words,
+            split_sentences=split_sentences,
+            on_error=on_error,
+            word_convention=word_convention,
+        )
         as_list = not (is_split_into_words or isinstance(item, (list, tuple)))
         return {"group": {"sentences": [sentence._asdict() for sentence in sentences], "as_list": as_list}}
 

@@ -222,9 +222,7 @@ UD_HYPHEN_PREFIXES = frozenset(
 # Numbers that EWT keeps whole although they hold a hyphen or slash: three or more groups of digits (dates 10/20/2020
 # and 11-20-2000, telephone numbers 713-853-3989 and 713/853-6197), a telephone number or ZIP+4 code (555-1234,
 # 77042-2016), a month/day date (9/11, 12/27). Other numbers are cut there: ranges (1-2, 1969-1970), fractions (3/4).
-_UD_WHOLE_NUMBER = re.compile(
-    r"\d+(?:[-/]\d+){2,}|(?:\d{3}|\d{5})-\d{4}|(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])"
-)
+_UD_WHOLE_NUMBER = re.compile(r"\d+(?:[-/]\d+){2,}|(?:\d{3}|\d{5})-\d{4}|(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])")
 # Two single letters joined by a slash stay whole (w/o, l/c, I/S); other slashes are cut (and/or, he/she).
 _LETTER_PAIR = re.compile(r"[^\W\d_]/[^\W\d_]")
 # Where EWT cuts a word in two that the shared split keeps whole (the first part; the match must reach the word's end):
@@ -239,7 +237,7 @@ _UD_CUT = re.compile(
 )
 # A single quote opening a word is cut off (`'degenerate'` gives `'`, `degenerate`, `'`), unless the word is a clitic.
 _CLITIC = re.compile(r"(?i)'(?:s|m|d|ll|re|ve|t|em|n|cause|til|tis|twas)")
-_BEFORE_OPENING_QUOTE = "([{\"\u201c\u2018"
+_BEFORE_OPENING_QUOTE = '([{"\u201c\u2018'
 
 
 def ud_offsets(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -255,7 +253,9 @@ def ud_offsets(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, int
             cut.append((start, end))
             continue
         if (
-            end - start > 1 and text[start] == "'" and text[start + 1].isalpha()
+            end - start > 1
+            and text[start] == "'"
+            and text[start + 1].isalpha()
             and not _CLITIC.fullmatch(text, start, end)
             and (start == 0 or text[start - 1].isspace() or text[start - 1] in _BEFORE_OPENING_QUOTE)
         ):

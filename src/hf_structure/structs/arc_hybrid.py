@@ -79,8 +79,9 @@ def minimal_feature_dp(
         right = right_by_end[:, width:, 1:width].flip(-1) + right_arcs[:, :count, 1:width]
         if single_root:  # i = 0: RIGHT attaches k to ROOT, only with the empty buffer
             right[:, 0].masked_fill_((end != width)[:, None], float("-inf"))
-        total = (chart_and_shift[:, :count, 1:width] + chart_by_end[:, width:, 1:width].flip(-1)
-                 + torch.maximum(left, right))
+        total = (
+            chart_and_shift[:, :count, 1:width] + chart_by_end[:, width:, 1:width].flip(-1) + torch.maximum(left, right)
+        )
         value, arg = total.max(-1)
         chart_and_shift[:, :count, width] = value + shift_by_start[:, :count, width]
         chart_by_end[:, width:, width] = value

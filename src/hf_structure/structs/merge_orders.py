@@ -40,8 +40,10 @@ def check_merge_order(merge_order: torch.Tensor, lengths: torch.Tensor) -> None:
     wrong = ~torch.where(real, ascending == positions, merge_order == -1).all(-1)
     if wrong.any():
         b = int(wrong.nonzero()[0])
-        raise ValueError(f"sentence {b}: the merge order {merge_order[b].tolist()} is not a permutation of its "
-                         f"{int(lengths[b]) - 1} splits followed by -1")
+        raise ValueError(
+            f"sentence {b}: the merge order {merge_order[b].tolist()} is not a permutation of its "
+            f"{int(lengths[b]) - 1} splits followed by -1"
+        )
 
 
 def split_spans(merge_order: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

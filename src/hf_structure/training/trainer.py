@@ -35,8 +35,10 @@ class LanguageModelTrainingArguments(TrainingArguments):
     )
     overwrite_output_dir: bool = field(
         default=False,
-        metadata={"help": "Train into an --output_dir that holds a trained model (and no checkpoint to resume from), "
-                  "replacing it; refused otherwise."},
+        metadata={
+            "help": "Train into an --output_dir that holds a trained model (and no checkpoint to resume from), "
+            "replacing it; refused otherwise."
+        },
     )
     lr_decay_by_wall_clock: bool = field(
         default=False,
@@ -98,8 +100,15 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
     """Length-grouped batches whose order depends only on (seed, epoch), not on the global random state, so that a
     run resumed from a checkpoint sees exactly the batches the uninterrupted run would have seen."""
 
-    def __init__(self, batch_size: int, dataset: Dataset | None = None, lengths: list[int] | None = None,
-                 model_input_name: str | None = None, *, seed: int):
+    def __init__(
+        self,
+        batch_size: int,
+        dataset: Dataset | None = None,
+        lengths: list[int] | None = None,
+        model_input_name: str | None = None,
+        *,
+        seed: int,
+    ):
         super().__init__(batch_size, dataset, lengths, model_input_name, generator=torch.Generator())
         self.seed = seed
         self.set_epoch(0)
@@ -223,9 +232,13 @@ class LengthGroupedTrainer(Trainer):
             # The schedule type's factor function, read off a scheduler made for a throwaway optimizer.
             probe = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
             # TrainingArguments' __post_init__ reads a str of lr_scheduler_kwargs as JSON: a dict or None here.
-            scheduler = get_scheduler(self.args.lr_scheduler_type, optimizer=probe, num_warmup_steps=warmup_steps,
-                                      num_training_steps=num_training_steps,
-                                      scheduler_specific_kwargs=self.args.lr_scheduler_kwargs)  # type: ignore[arg-type]
+            scheduler = get_scheduler(
+                self.args.lr_scheduler_type,
+                optimizer=probe,
+                num_warmup_steps=warmup_steps,
+                num_training_steps=num_training_steps,
+                scheduler_specific_kwargs=self.args.lr_scheduler_kwargs,  # type: ignore[arg-type]
+            )
             if not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
                 raise ValueError(
                     f"a part's own warm-up needs a LambdaLR schedule type, not {self.args.lr_scheduler_type!r}"
@@ -320,8 +333,10 @@ def check_output_folder(output_dir: str, overwrite: bool) -> None:
     weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
     holds_model = (folder / "config.json").is_file() and any((folder / name).is_file() for name in weights)
     if holds_model and not overwrite and last_complete_checkpoint(output_dir) is None:
-        raise OutputFolderError(f"--output_dir {output_dir} holds a trained model; give another folder, or "
-                                "--overwrite_output_dir to replace it")
+        raise OutputFolderError(
+            f"--output_dir {output_dir} holds a trained model; give another folder, or "
+            "--overwrite_output_dir to replace it"
+        )
 
 
 def last_complete_checkpoint(output_dir: str) -> str | None:
@@ -362,6 +377,7 @@ def portable_command(argv: list[str], prog: str | None = None) -> str:
     """The command line as a reader on another machine can read it: `prog` (the installed command, e.g.
     `hf-structure train-lm`) or `python SCRIPT` (the script's path relative to here, else its name), then `argv`
     with each absolute path (`/home/me/data/a.txt`, `--x=/abs/b`) as its last component."""
+
     def portable(argument: str) -> str:
         option, equals, value = argument.partition("=") if argument.startswith("--") else ("", "", argument)
         return option + equals + (Path(value).name if os.path.isabs(value) else value)
@@ -391,8 +407,9 @@ def end_processes(trainer) -> None:
     trainer.accelerator.end_training()
 
 
-def write_training_record(output_dir: str, trainer, wall_time_s: float, resumed_from: str | None,
-                          provenance: dict) -> None:
+def write_training_record(
+    output_dir: str, trainer, wall_time_s: float, resumed_from: str | None, provenance: dict
+) -> None:
     """The output folder's `hf_structure_training.json` (see `hf_structure.hub.records`), so that the saved model
     can be published with a card that states how it was trained (`provenance`: see `training_provenance`)."""
     from ..hub import records

@@ -19,8 +19,9 @@ from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
 
 def new_arc_hybrid(bert_folder, config_overrides=None):
-    return new_parser("arc_hybrid", ArcHybridTrainingArguments(encoder=str(bert_folder)), SENTENCES, DEPRELS,
-                      config_overrides)
+    return new_parser(
+        "arc_hybrid", ArcHybridTrainingArguments(encoder=str(bert_folder)), SENTENCES, DEPRELS, config_overrides
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,10 @@ def test_the_transition_ids_are_the_structs_ones():
     from hf_structure.models.arc_hybrid import modeling_arc_hybrid
 
     assert (modeling_arc_hybrid.SHIFT, modeling_arc_hybrid.LEFT, modeling_arc_hybrid.RIGHT) == (
-        arc_hybrid.SHIFT, arc_hybrid.LEFT, arc_hybrid.RIGHT)
+        arc_hybrid.SHIFT,
+        arc_hybrid.LEFT,
+        arc_hybrid.RIGHT,
+    )
 
 
 def test_training_targets_are_the_projectivised_tree_and_its_oracle_derivation(parser):
@@ -61,7 +65,7 @@ def test_training_targets_are_the_projectivised_tree_and_its_oracle_derivation(p
         assert batch["matchings"][b, :n].tolist() == [list(m) for m in matchings]
         assert batch["steps"][b, 2 * n :].eq(-100).all() and batch["lengths"][b] == n
     first = batch["first_pieces"][1]  # ROOT is [CLS]; word i's first piece holds its id
-    assert first[0] == 0 and batch["input_ids"][1, first[1 : 9]].ne(tokenizer.pad_token_id).all()
+    assert first[0] == 0 and batch["input_ids"][1, first[1:9]].ne(tokenizer.pad_token_id).all()
 
 
 def test_training_moves_every_parameter_and_learns_the_tree(bert_folder):
@@ -103,8 +107,11 @@ def test_decoding_is_exact_gives_single_rooted_projective_trees_and_does_not_dep
     with torch.no_grad():
         states = model.encode_words(**inputs)
         lengths = inputs["lengths"]
-        scores = (model.transition_log_probs(states, lengths)[0], model.matching_log_probs(states, lengths)[0],
-                  model.arc_log_probs(states, lengths)[0])
+        scores = (
+            model.transition_log_probs(states, lengths)[0],
+            model.matching_log_probs(states, lengths)[0],
+            model.arc_log_probs(states, lengths)[0],
+        )
     best = max(all_derivations(4, single_root=True), key=lambda t: stack_size_score(t, *scores, 4))
     _, best_heads = arc_hybrid.derivation_score(best, torch.zeros(6, 6, 3), torch.zeros(6, 6), 4)
     assert model.parse([sentence], tokenizer)[0]["heads"] == best_heads[1:]
@@ -117,15 +124,21 @@ def test_parsing_encodes_sentences_of_similar_piece_counts_together_with_the_sco
 
     model, tokenizer = parser
     # piece counts 9, 3 (one word), 5, 8, 4: groups of two, padded to 4, 8 and 9 pieces, not all to 9
-    words = [["the", "dogs", "sating", "on", "man"], ["man"], ["dog", "ran", "ran"],
-             ["hearings", "is", "scheduled", "today", "."], ["sat", "sat"]]
+    words = [
+        ["the", "dogs", "sating", "on", "man"],
+        ["man"],
+        ["dog", "ran", "ran"],
+        ["hearings", "is", "scheduled", "today", "."],
+        ["sat", "sat"],
+    ]
     inputs = encode_word_pieces(words, tokenizer, 64)
     with torch.no_grad():
         whole = model.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
     lengths = []
     encoder = model.encoder.forward
-    monkeypatch.setattr(model.encoder, "forward",
-                        lambda **kwargs: lengths.append(kwargs["input_ids"].shape) or encoder(**kwargs))
+    monkeypatch.setattr(
+        model.encoder, "forward", lambda **kwargs: lengths.append(kwargs["input_ids"].shape) or encoder(**kwargs)
+    )
     monkeypatch.setattr(model, "parse_group_size", 2)
     with torch.no_grad():
         grouped = model.encode_pieces(inputs["input_ids"], inputs["attention_mask"])
@@ -172,8 +185,14 @@ def test_config_rejects_what_the_parser_cannot_do():
         ArcHybridConfig(stack_buckets=3)
     with pytest.raises(ValueError, match="head_decoding"):
         ArcHybridConfig(head_decoding="mst")
-    assert ArcHybridForParsing(ArcHybridConfig(num_hidden_layers=1, hidden_size=24, num_attention_heads=2,
-                                               intermediate_size=32, vocab_size=50)).config.model_type == "arc_hybrid"
+    assert (
+        ArcHybridForParsing(
+            ArcHybridConfig(
+                num_hidden_layers=1, hidden_size=24, num_attention_heads=2, intermediate_size=32, vocab_size=50
+            )
+        ).config.model_type
+        == "arc_hybrid"
+    )
 
 
 def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_path):
@@ -224,5 +243,6 @@ def test_a_batch_parsed_in_chunks_parses_as_whole(parser, monkeypatch):
     monkeypatch.setattr(modeling_arc_hybrid, "PARSE_CHART_POSITIONS", 2 * 6 * 6)  # 4-word ones by two, 8 alone
     assert len(modeling_arc_hybrid.consecutive_chunks([len(w) for w in words], 2 * 6 * 6)) == 5
     assert model.parse(words, tokenizer) == whole
-    assert model.parse(words, tokenizer, head_decoding="eisner") == [model.parse([w], tokenizer, "eisner")[0]
-                                                                     for w in words]
+    assert model.parse(words, tokenizer, head_decoding="eisner") == [
+        model.parse([w], tokenizer, "eisner")[0] for w in words
+    ]

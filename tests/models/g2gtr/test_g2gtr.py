@@ -20,8 +20,9 @@ from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
 
 def new_g2gtr(bert_folder, graph_layers: int):
-    return new_parser("g2gtr", G2GTrTrainingArguments(encoder=str(bert_folder), graph_layers=graph_layers), SENTENCES,
-                      DEPRELS)
+    return new_parser(
+        "g2gtr", G2GTrTrainingArguments(encoder=str(bert_folder), graph_layers=graph_layers), SENTENCES, DEPRELS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,12 @@ def test_the_encoder_is_bert_until_a_graph_enters(bert_folder):
     model.eval()
     relations = torch.zeros(2, *batch["input_ids"].shape[1:2] * 2, dtype=torch.long)
     with torch.no_grad():
-        ours = model.encode_configurations(model.encode_sentences(batch["input_ids"], batch["attention_mask"]),
-                                           batch["attention_mask"], relations, torch.zeros_like(batch["input_ids"]))
+        ours = model.encode_configurations(
+            model.encode_sentences(batch["input_ids"], batch["attention_mask"]),
+            batch["attention_mask"],
+            relations,
+            torch.zeros_like(batch["input_ids"]),
+        )
         theirs = bert(**batch).last_hidden_state
     real = batch["attention_mask"].bool()
     assert torch.allclose(ours[real], theirs[real], atol=1e-5)  # zero-initialised graph input: BERT exactly
@@ -59,8 +64,16 @@ def test_load_bert_encoder_refuses_a_checkpoint_that_lacks_weights(bert_folder, 
     weights = load_file(bert_folder / "model.safetensors")
     save_file({k: v for k, v in weights.items() if "layer.1." not in k}, tmp_path / "model.safetensors")
     vocab_size = weights["embeddings.word_embeddings.weight"].shape[0]
-    model = G2GTrForParsing(G2GTrConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3,
-                                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=64))
+    model = G2GTrForParsing(
+        G2GTrConfig(
+            vocab_size=vocab_size,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
     with pytest.raises(ValueError, match="encoder weights missing"):
         load_bert_encoder(model, tmp_path)
 
@@ -74,8 +87,10 @@ def test_shared_lower_layers_give_the_scores_of_one_configuration_at_a_time(pars
         for c in range(len(batch["actions"])):
             s = int(batch["sentence_index"][c])
             alone = model(
-                input_ids=batch["input_ids"][s : s + 1], attention_mask=batch["attention_mask"][s : s + 1],
-                relations=batch["relations"][c : c + 1], token_labels=batch["token_labels"][c : c + 1],
+                input_ids=batch["input_ids"][s : s + 1],
+                attention_mask=batch["attention_mask"][s : s + 1],
+                relations=batch["relations"][c : c + 1],
+                token_labels=batch["token_labels"][c : c + 1],
                 slot_positions=batch["slot_positions"][c : c + 1],
             )
             assert torch.allclose(alone.action_logits[0], together.action_logits[c], atol=1e-5)
@@ -91,8 +106,9 @@ def test_before_any_arc_each_word_s_pieces_depend_on_its_first_piece_in_decoding
     tokenizer = AutoTokenizer.from_pretrained(bert_folder)
     sentences = [["the", "dogs", "sating"], ["hearings", "ran", "on", "dogs"], ["man"]]
     inputs = encode_word_pieces(sentences, tokenizer, 64)
-    relations = initial_piece_relations(inputs["first_pieces"].tolist(), inputs["lengths"].tolist(),
-                                        inputs["attention_mask"])
+    relations = initial_piece_relations(
+        inputs["first_pieces"].tolist(), inputs["lengths"].tolist(), inputs["attention_mask"]
+    )
     # The definition, from the tokenizer's word ids: a non-first piece and its word's first piece are related.
     expected = torch.zeros_like(relations)
     for b in range(len(sentences)):
@@ -104,8 +120,10 @@ def test_before_any_arc_each_word_s_pieces_depend_on_its_first_piece_in_decoding
     assert expected.count_nonzero() == 2 * 4  # dog|s, sat|ing, hearing|s, dog|s
     assert torch.equal(relations, expected)
     # The oracle collator starts each sentence's graph from the same relations.
-    treebank = [{"id": "c", "words": sentences[0], "heads": [2, 0, 2], "deprels": ["det", "root", "nsubj"]},
-                {"id": "d", "words": sentences[1], "heads": [2, 0, 4, 2], "deprels": ["nsubj", "root", "case", "nmod"]}]
+    treebank = [
+        {"id": "c", "words": sentences[0], "heads": [2, 0, 2], "deprels": ["det", "root", "nsubj"]},
+        {"id": "d", "words": sentences[1], "heads": [2, 0, 4, 2], "deprels": ["nsubj", "root", "case", "nmod"]},
+    ]
     batch = OracleCollator(tokenizer.pad_token_id)(oracle_examples(treebank, tokenizer, DEPRELS, per_example=100))
     firsts = [0, int(batch["sentence_index"].tolist().index(1))]  # each sentence's configuration before any arc
     length = batch["input_ids"].size(1)
@@ -152,8 +170,12 @@ def test_decoding_runs_the_graph_layers_only_after_arcs_and_scores_as_recomputin
                 parameter.normal_(0, 0.5)
     model.eval()
     # pieces beyond words (dog|s, sat|ing, hearing|s), a one-word sentence, and pads in every batch
-    words = [["the", "dogs", "sating", "on", "the", "bench"], ["man"], ["hearings", "ran", "on", "dogs", "today"],
-             ["the", "old", "man", "sat", "on", "the", "bench", "."]]
+    words = [
+        ["the", "dogs", "sating", "on", "the", "bench"],
+        ["man"],
+        ["hearings", "ran", "on", "dogs", "today"],
+        ["the", "old", "man", "sat", "on", "the", "bench", "."],
+    ]
     expected, expected_scores = recompute_every_step_parse(model, tokenizer, words)
     scores, encoded_rows = [], []
     classify_slots, encode = model.classify_slots, G2GTrDecodingCache.encode
@@ -223,8 +245,9 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
     blocks = conllu.parse(text)
     assert [[t["form"] for t in b] for b in blocks] == [["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]]
     assert all(t["deprel"] in DEPRELS for b in blocks for t in b)
-    assert [[t["head"] for t in b] for b in blocks] == [r["heads"] for r in parse([["the", "dog", "ran"],
-                                                                                  ["a", "hearing", "is", "scheduled"]])]
+    assert [[t["head"] for t in b] for b in blocks] == [
+        r["heads"] for r in parse([["the", "dog", "ran"], ["a", "hearing", "is", "scheduled"]])
+    ]
 
 
 def test_without_graph_layers_the_configuration_does_not_change_the_encoding(bert_folder):
@@ -234,8 +257,9 @@ def test_without_graph_layers_the_configuration_does_not_change_the_encoding(ber
     batch = OracleCollator(tokenizer.pad_token_id)([examples[0]])
     with torch.no_grad():
         states = model.encode_sentences(batch["input_ids"], batch["attention_mask"])[batch["sentence_index"]]
-        encoded = model.encode_configurations(states, batch["attention_mask"][batch["sentence_index"]],
-                                              batch["relations"], batch["token_labels"])
+        encoded = model.encode_configurations(
+            states, batch["attention_mask"][batch["sentence_index"]], batch["relations"], batch["token_labels"]
+        )
     assert torch.equal(encoded, states)  # only the stack and buffer slots tell configurations apart
 
 

@@ -107,8 +107,17 @@ def test_the_chart_equals_the_chart_before_issue_28(window, training):
         gradients.append(torch.autograd.grad(loss, [model.embed_tokens.weight, model.composition_score.weight]))
         charts.append(encoding)
     before, now = charts
-    for field in ("node_states", "node_log_p", "node_span", "node_split", "node_of_span", "roots", "compositions",
-                  "node_split_candidates", "node_split_scores"):
+    for field in (
+        "node_states",
+        "node_log_p",
+        "node_span",
+        "node_split",
+        "node_of_span",
+        "roots",
+        "compositions",
+        "node_split_candidates",
+        "node_split_scores",
+    ):
         assert torch.equal(getattr(before, field), getattr(now, field)), field
     for expected, actual in zip(*gradients):
         torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5 * float(expected.detach().abs().max()))
@@ -136,8 +145,13 @@ def test_training_samples_trees_and_gradients_reach_every_part():
     loss = model(ids, mask, labels=labels).loss
     loss.backward()
     assert torch.isfinite(loss)
-    for name in ("r2d2.composition_score.weight", "r2d2.mix_weights.weight", "r2d2.embed_tokens.weight",
-                 "r2d2.composition_layers.0.query.weight", "prediction_head.0.weight"):
+    for name in (
+        "r2d2.composition_score.weight",
+        "r2d2.mix_weights.weight",
+        "r2d2.embed_tokens.weight",
+        "r2d2.composition_layers.0.query.weight",
+        "prediction_head.0.weight",
+    ):
         assert model.get_parameter(name).grad.abs().sum() > 0, name
 
 
@@ -195,8 +209,15 @@ def test_parse_gives_binary_trees_over_words(tmp_path):
     from hf_structure.data.tokenization import build_word_tokenizer
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked"])
-    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
-                        num_composition_layers=1, window_size=2, parse_window_size=3)
+    config = R2D2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_composition_layers=1,
+        window_size=2,
+        parse_window_size=3,
+    )
     model = R2D2ForLanguageModeling(config)
     model.save_pretrained(tmp_path)
     assert type(AutoModelForMaskedLM.from_pretrained(tmp_path)) is R2D2ForLanguageModeling
@@ -227,9 +248,17 @@ def tiny_r2d2_folder(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp(f"r2d2-{request.param}")
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked at the man"])
     torch.manual_seed(0)
-    config = R2D2Config(vocab_size=len(tokenizer), hidden_size=16, num_attention_heads=2, intermediate_size=32,
-                        num_composition_layers=1, window_size=2, parse_window_size=3, pruning=request.param,
-                        **TINY_PARSER)
+    config = R2D2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        num_composition_layers=1,
+        window_size=2,
+        parse_window_size=3,
+        pruning=request.param,
+        **TINY_PARSER,
+    )
     R2D2ForLanguageModeling(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -241,8 +270,20 @@ def test_cli_evaluate_reports_f1_and_pseudo_perplexity(tiny_r2d2_folder, tmp_pat
 
     dev = require_data("ptb-sample", "dev")
     (tmp_path / "lm.txt").write_text("the old man sat on the bench\na dog barked\n")
-    cli.main(["evaluate", "--model", str(tiny_r2d2_folder), "--treebank", str(dev), "--lm-text",
-              str(tmp_path / "lm.txt"), "--record", "--dataset-name", "ptb-sample/dev"])
+    cli.main(
+        [
+            "evaluate",
+            "--model",
+            str(tiny_r2d2_folder),
+            "--treebank",
+            str(dev),
+            "--lm-text",
+            str(tmp_path / "lm.txt"),
+            "--record",
+            "--dataset-name",
+            "ptb-sample/dev",
+        ]
+    )
     scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["sentences"] == 1921 and 0 < scores["sentence_f1"] < 100 and 0 < scores["corpus_f1"] < 100
     assert "uas" not in scores and scores["pppl"] > 1
@@ -258,11 +299,27 @@ def test_an_exported_r2d2_parses_the_same_as_remote_code(tiny_r2d2_folder, tmp_p
     from hf_structure.hub.records import write_json
 
     fast = json.loads((tiny_r2d2_folder / "config.json").read_text())["pruning"] == "parser"
-    write_json(tiny_r2d2_folder / EVAL_RECORD, {"dataset": "ptb-sample/dev", "sentence_f1": 40.0, "corpus_f1": 35.0,
-                                                "sentence_f1_cpcfg": 39.9, "pppl_test": 900.0,
-                                                **({"sentence_f1_chart": 38.25} if fast else {})})
-    write_json(tiny_r2d2_folder / TRAINING_RECORD, {"command": "python scripts/run_mlm.py --model_type r2d2",
-                                                    "wall_time_s": 60, "machine": "x", "steps": 1, "epochs": 1})
+    write_json(
+        tiny_r2d2_folder / EVAL_RECORD,
+        {
+            "dataset": "ptb-sample/dev",
+            "sentence_f1": 40.0,
+            "corpus_f1": 35.0,
+            "sentence_f1_cpcfg": 39.9,
+            "pppl_test": 900.0,
+            **({"sentence_f1_chart": 38.25} if fast else {}),
+        },
+    )
+    write_json(
+        tiny_r2d2_folder / TRAINING_RECORD,
+        {
+            "command": "python scripts/run_mlm.py --model_type r2d2",
+            "wall_time_s": 60,
+            "machine": "x",
+            "steps": 1,
+            "epochs": 1,
+        },
+    )
     out = export_model_folder(tiny_r2d2_folder, tmp_path / "export", repo_id="org/r2d2-tiny")
     card = (out / "README.md").read_text()
     assert "# r2d2-tiny" in card and "| pruning window (training / parsing) | 2 / 3 |" in card
@@ -366,8 +423,9 @@ def test_forced_encoding_without_a_tree_follows_the_parser():
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked"])
     sentences = [["the", "old", "man", "sat", "on", "the", "bench"], ["a", "dog", "barked"]]
-    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt",
-                        return_token_type_ids=False)
+    encoded = tokenizer(
+        sentences, is_split_into_words=True, padding=True, return_tensors="pt", return_token_type_ids=False
+    )
     forced = model.encode_tree(encoded["input_ids"], encoded["attention_mask"])
     parses = model.parse(sentences, tokenizer)
     assert [chart_tree(forced.chart, b) for b in range(2)] == [set(p["spans"]) for p in parses]
@@ -387,8 +445,12 @@ def test_parser_pruning_trains_the_parser_by_its_own_loss_and_the_rest_by_the_la
     output.parser_loss.backward()
     for name, parameter in model.named_parameters():
         assert (parameter.grad is not None) == (name in parser), name
-    for name in ("r2d2.split_parser.score.3.weight", "r2d2.split_parser.lstm.weight_ih_l0",
-                 "r2d2.split_parser.lstm.weight_ih_l0_reverse", "r2d2.split_parser.embed_tokens.weight"):
+    for name in (
+        "r2d2.split_parser.score.3.weight",
+        "r2d2.split_parser.lstm.weight_ih_l0",
+        "r2d2.split_parser.lstm.weight_ih_l0_reverse",
+        "r2d2.split_parser.embed_tokens.weight",
+    ):
         assert model.get_parameter(name).grad.abs().sum() > 0, name
     # Evaluation reports the language model's loss alone (its exp is the perplexity).
     model.eval()
@@ -420,9 +482,15 @@ def perturbed_r2d2(hidden_dropout=0.0, attention_dropout=0.0, width=16, heads=4)
     """An R2D2Model whose every parameter is moved off its initial value (biases, norms and role embeddings
     included), so that every term of the composition is exercised."""
     torch.manual_seed(0)
-    config = R2D2Config(vocab_size=40, hidden_size=width, num_attention_heads=heads, intermediate_size=4 * width,
-                        num_composition_layers=3, hidden_dropout_prob=hidden_dropout,
-                        attention_probs_dropout_prob=attention_dropout)
+    config = R2D2Config(
+        vocab_size=40,
+        hidden_size=width,
+        num_attention_heads=heads,
+        intermediate_size=4 * width,
+        num_composition_layers=3,
+        hidden_dropout_prob=hidden_dropout,
+        attention_probs_dropout_prob=attention_dropout,
+    )
     model = R2D2Model(config).train()
     with torch.no_grad():
         for parameter in model.parameters():
@@ -456,8 +524,11 @@ def test_the_composition_transformer_equals_the_reference(num_tasks, count):
     actual, gradients = composition_and_gradients(model, R2D2Model.composition_transformer, tasks, left, right, probe)
     torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5 * float(expected.detach().abs().max()))
     largest = max(float(g.abs().max()) for g in expected_gradients)
-    for name, a, e in zip(["tasks", "left", "right"] + [n for n, _ in model.named_parameters()
-                                                       if ".composition_layers." in n], gradients, expected_gradients):
+    for name, a, e in zip(
+        ["tasks", "left", "right"] + [n for n, _ in model.named_parameters() if ".composition_layers." in n],
+        gradients,
+        expected_gradients,
+    ):
         # The keys' biases have gradient 0 (a softmax ignores a shift shared by all keys): rounding only.
         scale = largest if name.endswith("key.bias") else float(e.abs().max())
         torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5 * scale, msg=name)
@@ -467,9 +538,16 @@ def test_a_training_step_and_trees_equal_those_with_the_reference_composition(mo
     """The whole model, dropout 0: the same training loss and gradients of every parameter (same seed, so the same
     Gumbel noise) and, in evaluation, the same trees as with the reference composition Transformer."""
     torch.manual_seed(0)
-    config = R2D2Config(vocab_size=40, hidden_size=16, num_attention_heads=4, intermediate_size=64,
-                        num_composition_layers=3, window_size=2, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
+    config = R2D2Config(
+        vocab_size=40,
+        hidden_size=16,
+        num_attention_heads=4,
+        intermediate_size=64,
+        num_composition_layers=3,
+        window_size=2,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     model = R2D2ForLanguageModeling(config).train()
     ids, mask = batch_of([4, 9, 13, 2])
     labels = ids.masked_fill(mask == 0, -100)
@@ -479,8 +557,12 @@ def test_a_training_step_and_trees_equal_those_with_the_reference_composition(mo
         model.train()
         torch.manual_seed(1)
         loss = model(ids, mask, labels=labels).loss
-        gradients = dict(zip([n for n, _ in model.named_parameters()], torch.autograd.grad(loss, model.parameters(),
-                                                                                          allow_unused=True)))
+        gradients = dict(
+            zip(
+                [n for n, _ in model.named_parameters()],
+                torch.autograd.grad(loss, model.parameters(), allow_unused=True),
+            )
+        )
         model.eval()
         with torch.no_grad():
             chart = model.r2d2(ids, mask).chart
@@ -557,5 +639,9 @@ def test_composition_dropout_keeps_at_the_rate_and_the_torch_seed_reproduces_it(
     assert torch.equal(first, again) and torch.equal(second, resumed)
     assert not torch.equal(first, second)
     model.eval()
-    torch.testing.assert_close(model.composition_transformer(tasks, left, right),
-                               reference_composition_transformer(model, tasks, left, right), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        model.composition_transformer(tasks, left, right),
+        reference_composition_transformer(model, tasks, left, right),
+        rtol=1e-5,
+        atol=1e-5,
+    )

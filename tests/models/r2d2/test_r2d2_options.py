@@ -33,8 +33,9 @@ def argmax(scores):
 
 def chart_of(rule, noise=False):
     """The window-1 chart of the 4-word sentence under a merge rule."""
-    return encode_pruned_chart(torch.eye(4)[None], torch.tensor([4]), bigram_compose, argmax, window=1,
-                               merge_rule=rule, merge_noise=noise)
+    return encode_pruned_chart(
+        torch.eye(4)[None], torch.tensor([4]), bigram_compose, argmax, window=1, merge_rule=rule, merge_noise=noise
+    )
 
 
 def test_the_2021_and_2022_merge_rules_choose_as_their_formulas_say():
@@ -83,9 +84,13 @@ def test_the_parser_learns_from_the_target_its_config_names(monkeypatch, target)
 
     calls = []
     original = modeling.sample_chart_trees
-    monkeypatch.setattr(modeling, "sample_chart_trees",
-                        lambda chart, samples, temperature: calls.append((samples, temperature))
-                        or original(chart, samples, temperature))
+    monkeypatch.setattr(
+        modeling,
+        "sample_chart_trees",
+        lambda chart, samples, temperature: (
+            calls.append((samples, temperature)) or original(chart, samples, temperature)
+        ),
+    )
     model = tiny_model(pruning="parser", parser_target=target, parser_target_temperature=2.0, **TINY_PARSER).train()
     ids, mask = batch_of([4, 9])
     output = model(ids, mask, labels=ids.masked_fill(mask == 0, -100))

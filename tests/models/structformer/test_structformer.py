@@ -170,8 +170,13 @@ def test_batch_calibration_subtracts_the_largest_margin_of_the_batch_from_every_
 def test_batch_calibration_applies_in_training_only():
     torch.manual_seed(0)
     config = StructFormerConfig(
-        vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-        hidden_dropout_prob=0.0, calibration_scope="batch",
+        vocab_size=30,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        hidden_dropout_prob=0.0,
+        calibration_scope="batch",
     )
     model = StructFormerModel(config)
     with torch.no_grad():  # distances well above heights, so that spans are isolated by sentence-specific margins
@@ -200,7 +205,11 @@ def test_batch_calibration_applies_in_training_only():
 def test_forward_passes_the_calibration_scope_to_the_parser():
     torch.manual_seed(0)
     config = StructFormerConfig(
-        vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        vocab_size=30,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
         hidden_dropout_prob=0.0,
     )
     model = StructFormerForMaskedLM(config).eval()
@@ -336,9 +345,7 @@ def test_parse_returns_trees_over_every_word():
             root = max(range(n), key=lambda k: scores["heights"][k])
             assert parse["heads"].index(0) == per_word["heads"].index(0) == root
             assert parse["spans"][0] == (0, n) and len(parse["spans"]) == n - 1  # binary: n-1 internal nodes
-            assert parse["spans"] == [
-                s for s in structures.distances_to_spans(scores["distances"]) if s[1] - s[0] > 1
-            ]
+            assert parse["spans"] == [s for s in structures.distances_to_spans(scores["distances"]) if s[1] - s[0] > 1]
     # Eq. 18 is a per-word argmax over p_D (the heads need not form a tree).
     ids = tokenizer(SENTENCES, padding=True, return_tensors="pt")
     _, _, parent = model.structformer.parse_scores(ids["input_ids"], ids["attention_mask"])

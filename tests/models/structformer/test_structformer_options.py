@@ -20,8 +20,9 @@ def test_dropout_sits_on_the_embeddings_or_on_the_final_hidden_state_as_configur
     torch.manual_seed(0)
     # Only the final hidden state is dropped: two training passes differ, evaluation does not, and the
     # embeddings reach the first layer untouched.
-    authors = StructFormerForMaskedLM(tiny_config(hidden_dropout_prob=0.0, embedding_dropout_prob=0.0,
-                                                  output_dropout_prob=0.5)).train()
+    authors = StructFormerForMaskedLM(
+        tiny_config(hidden_dropout_prob=0.0, embedding_dropout_prob=0.0, output_dropout_prob=0.5)
+    ).train()
     assert not torch.equal(logits_of(authors, ids, 1), logits_of(authors, ids, 2))
     first_layer_input = authors.structformer(ids, output_hidden_states=True).hidden_states[0]
     positions = authors.structformer.embed_positions(torch.arange(7))[None]
@@ -31,8 +32,10 @@ def test_dropout_sits_on_the_embeddings_or_on_the_final_hidden_state_as_configur
     # Today's default: the embeddings take hidden_dropout_prob, the final hidden state none.
     default = StructFormerForMaskedLM(tiny_config(hidden_dropout_prob=0.5)).train()
     assert default.structformer.embed_dropout.p == 0.5 and default.output_dropout.p == 0.0
-    assert not torch.equal(default.structformer(ids, output_hidden_states=True).hidden_states[0],
-                           default.structformer.embed_tokens(ids) + positions)
+    assert not torch.equal(
+        default.structformer(ids, output_hidden_states=True).hidden_states[0],
+        default.structformer.embed_tokens(ids) + positions,
+    )
 
 
 def test_xavier_attention_initialises_query_key_value_and_output_as_separate_square_layers():

@@ -68,9 +68,18 @@ class StructureConfig(PreTrainedConfig):
 # nested `encoder_config` hold at the top level of their config.json. Their `pad_token_id`, the encoder's too, stays
 # there: it is also the model's own (transformers' Trainer aligns a model's with its tokenizer's).
 FLAT_ENCODER_KEYS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "layer_norm_eps", "initializer_range",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "layer_norm_eps",
+    "initializer_range",
 )
 
 
@@ -169,8 +178,9 @@ class ArcHybridConfig(StructureConfig):
             # Buckets 1, 2 and 3+ at least: which reductions are legal depends on q = 1, q = 2 (onto ROOT), q >= 3.
             raise ValueError(f"stack_buckets must be at least 4 (bucket 0 is unused), got {stack_buckets}")
         if encoder_type == "bert" and encoder_config.hidden_size % encoder_config.num_attention_heads:
-            raise ValueError(f"the encoder's hidden_size {encoder_config.hidden_size} is not a multiple of its "
-                             "num_attention_heads")
+            raise ValueError(
+                f"the encoder's hidden_size {encoder_config.hidden_size} is not a multiple of its num_attention_heads"
+            )
         self.encoder_type = encoder_type
         self.encoder_config = encoder_config
         self.lstm_hidden_size = lstm_hidden_size

@@ -62,8 +62,9 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
     encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
     word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
     if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
-        sentences = [[word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words]
-                     for words in sentences]
+        sentences = [
+            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
+        ]
         encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
         word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
     piece_counts = encoded["attention_mask"].sum(-1).tolist()
@@ -381,8 +382,14 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         else:
             self.embeddings = nn.Embedding(encoder.vocab_size, encoder.hidden_size, padding_idx=encoder.pad_token_id)
             between_layers = encoder.hidden_dropout_prob if config.lstm_layers > 1 else 0.0
-            self.lstm = nn.LSTM(encoder.hidden_size, config.lstm_hidden_size, config.lstm_layers, batch_first=True,
-                                bidirectional=True, dropout=between_layers)
+            self.lstm = nn.LSTM(
+                encoder.hidden_size,
+                config.lstm_hidden_size,
+                config.lstm_layers,
+                batch_first=True,
+                bidirectional=True,
+                dropout=between_layers,
+            )
             self.lstm_dropout = nn.Dropout(encoder.hidden_dropout_prob)
             width = 2 * config.lstm_hidden_size
         # The position after the last word: the empty buffer.
@@ -419,8 +426,9 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             pieces = self.encode_pieces(input_ids, attention_mask)
         else:
             embedded = self.embeddings(input_ids)
-            packed = nn.utils.rnn.pack_padded_sequence(embedded, attention_mask.sum(-1).cpu(), batch_first=True,
-                                                       enforce_sorted=False)
+            packed = nn.utils.rnn.pack_padded_sequence(
+                embedded, attention_mask.sum(-1).cpu(), batch_first=True, enforce_sorted=False
+            )
             pieces, _ = self.lstm(packed)
             pieces, _ = nn.utils.rnn.pad_packed_sequence(pieces, batch_first=True, total_length=input_ids.size(1))
             pieces = self.lstm_dropout(pieces)
@@ -442,8 +450,9 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         pieces = None
         for group in counts.argsort(stable=True).split(self.parse_group_size):
             length = int(counts[group].max())
-            encoded = self.encoder(input_ids=input_ids[group, :length],
-                                   attention_mask=attention_mask[group, :length]).last_hidden_state
+            encoded = self.encoder(
+                input_ids=input_ids[group, :length], attention_mask=attention_mask[group, :length]
+            ).last_hidden_state
             if pieces is None:
                 pieces = encoded.new_zeros(*input_ids.shape, encoded.size(-1))
             pieces[group, :length] = encoded
@@ -475,11 +484,14 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         positions = torch.arange(words.size(1), device=words.device)[None, :, None]
         buckets = torch.arange(self.config.stack_buckets, device=words.device)[None, None, :]
         front_is_word = (positions >= 1) & (positions <= lengths[:, None, None])
-        legal = torch.stack([
-            front_is_word.expand(-1, -1, buckets.size(-1)),
-            front_is_word & (buckets >= 2),
-            (buckets >= 3) | ((buckets == 2) & ~front_is_word),
-        ], dim=-1)
+        legal = torch.stack(
+            [
+                front_is_word.expand(-1, -1, buckets.size(-1)),
+                front_is_word & (buckets >= 2),
+                (buckets >= 3) | ((buckets == 2) & ~front_is_word),
+            ],
+            dim=-1,
+        )
         return scores.masked_fill(~legal, IMPOSSIBLE).log_softmax(dim=-1)
 
     def matching_log_probs(self, words: torch.Tensor, lengths: torch.Tensor, shifted=None) -> torch.Tensor:
@@ -498,7 +510,8 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         scores = self.matching_scorer(left, self.matching_front(words)).squeeze(-1).float()  # (B, X, P)
         positions = torch.arange(words.size(1), device=words.device)
         allowed = (positions[None, None, :] > word_index[..., None]) & (
-            positions[None, None, :] <= lengths[:, None, None] + 1)
+            positions[None, None, :] <= lengths[:, None, None] + 1
+        )
         log_probs = scores.masked_fill(~allowed, IMPOSSIBLE).log_softmax(dim=-1)
         if shifted is None:
             return log_probs.view(words.size(0), words.size(1), self.config.stack_buckets, -1)

@@ -59,15 +59,17 @@ def arc_hybrid_examples(sentences: list[dict], tokenizer, deprels: list[str], st
         lifted += heads != sentence["heads"]
         length = len(heads)
         steps, matchings = stack_size_events(static_oracle(heads), length, stack_buckets)
-        rows.append({
-            "input_ids": encoded["input_ids"][0].tolist(),
-            "first_pieces": encoded["first_pieces"][0].tolist(),
-            "heads": [0, *heads],
-            "labels": [0, *(label_ids[label] for label in sentence["deprels"])],
-            "steps": [list(step) for step in steps],
-            "matchings": [list(matching) for matching in matchings],
-            "length": len(encoded["input_ids"][0]),
-        })
+        rows.append(
+            {
+                "input_ids": encoded["input_ids"][0].tolist(),
+                "first_pieces": encoded["first_pieces"][0].tolist(),
+                "heads": [0, *heads],
+                "labels": [0, *(label_ids[label] for label in sentence["deprels"])],
+                "steps": [list(step) for step in steps],
+                "matchings": [list(matching) for matching in matchings],
+                "length": len(encoded["input_ids"][0]),
+            }
+        )
     logger.info("%d of %d sentences were not projective and were projectivised (lifting)", lifted, len(rows))
     return rows
 
@@ -115,8 +117,10 @@ def storage_plans(model) -> list:
     layers = model.config.encoder_config.num_hidden_layers if model.config.encoder_type == "bert" else 0
     for top in range(1, layers):
         lower = ("encoder.embeddings.", *(f"encoder.encoder.layer.{i}." for i in range(layers - top)))
-        description = (f"half precision for the encoder's embeddings and layers 0-{layers - top - 1}, float32 for its "
-                       f"top {top} layer(s) and the scorers")
+        description = (
+            f"half precision for the encoder's embeddings and layers 0-{layers - top - 1}, float32 for its "
+            f"top {top} layer(s) and the scorers"
+        )
         plans.append((description, lambda name, lower=lower: name.startswith(lower)))
     return plans
 

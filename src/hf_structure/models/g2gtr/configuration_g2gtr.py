@@ -68,9 +68,18 @@ class StructureConfig(PreTrainedConfig):
 # nested `encoder_config` hold at the top level of their config.json. Their `pad_token_id`, the encoder's too, stays
 # there: it is also the model's own (transformers' Trainer aligns a model's with its tokenizer's).
 FLAT_ENCODER_KEYS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "layer_norm_eps", "initializer_range",
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "layer_norm_eps",
+    "initializer_range",
 )
 
 
@@ -147,8 +156,9 @@ class G2GTrConfig(StructureConfig):
         if not 0 <= graph_layers <= layers:
             raise ValueError(f"graph_layers must be between 0 and the encoder's num_hidden_layers, got {graph_layers}")
         if encoder_config.hidden_size % encoder_config.num_attention_heads:
-            raise ValueError(f"the encoder's hidden_size {encoder_config.hidden_size} is not a multiple of its "
-                             "num_attention_heads")
+            raise ValueError(
+                f"the encoder's hidden_size {encoder_config.hidden_size} is not a multiple of its num_attention_heads"
+            )
         self.encoder_config = encoder_config
         self.graph_layers = graph_layers
         self.deprels = list(deprels)

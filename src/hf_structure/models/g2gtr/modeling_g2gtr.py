@@ -63,8 +63,9 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
     encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
     word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
     if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
-        sentences = [[word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words]
-                     for words in sentences]
+        sentences = [
+            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
+        ]
         encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
         word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
     piece_counts = encoded["attention_mask"].sum(-1).tolist()
@@ -139,7 +140,6 @@ class SwapConfiguration:
 
 # Relations between two pieces in the graph input: none, head->dependent (row is the head), dependent->head.
 NO_RELATION, TO_DEPENDENT, TO_HEAD = 0, 1, 2
-
 
 
 @dataclass
@@ -301,11 +301,15 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         self.empty_slots = nn.Parameter(torch.zeros(3, encoder.hidden_size))
         d, dropout = encoder.hidden_size, config.classifier_dropout
         self.action_classifier = nn.Sequential(
-            nn.Linear(3 * d, config.action_hidden_size), nn.LeakyReLU(), nn.Dropout(dropout),
+            nn.Linear(3 * d, config.action_hidden_size),
+            nn.LeakyReLU(),
+            nn.Dropout(dropout),
             nn.Linear(config.action_hidden_size, 4),
         )
         self.label_classifier = nn.Sequential(
-            nn.Linear(2 * d, config.label_hidden_size), nn.LeakyReLU(), nn.Dropout(dropout),
+            nn.Linear(2 * d, config.label_hidden_size),
+            nn.LeakyReLU(),
+            nn.Dropout(dropout),
             nn.Linear(config.label_hidden_size, 2 * len(config.deprels)),
         )
         self.post_init()
@@ -412,8 +416,12 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         device = self.device
         attention_mask = inputs["attention_mask"].to(device)
         relations = initial_piece_relations(first_pieces, inputs["lengths"].tolist(), inputs["attention_mask"])
-        cache = G2GTrDecodingCache(self, self.encode_sentences(inputs["input_ids"].to(device), attention_mask),
-                                   attention_mask, relations.to(device))
+        cache = G2GTrDecodingCache(
+            self,
+            self.encode_sentences(inputs["input_ids"].to(device), attention_mask),
+            attention_mask,
+            relations.to(device),
+        )
         configurations = [SwapConfiguration(len(words)) for words in sentences]
         active = list(range(len(sentences)))  # the unfinished sentences, in the cache's order
         changed = []  # the cache rows whose graph changed since their graph layers last ran
@@ -470,8 +478,9 @@ class G2GTrDecodingCache:
     step works on unfinished sentences only.
     """
 
-    def __init__(self, model: G2GTrForParsing, states: torch.Tensor, attention_mask: torch.Tensor,
-                 relations: torch.Tensor):
+    def __init__(
+        self, model: G2GTrForParsing, states: torch.Tensor, attention_mask: torch.Tensor, relations: torch.Tensor
+    ):
         """`states` `(S, T, d)`: the layers below the graph layers; `relations` `(S, T, T)`: the graphs before any
         arc."""
         self.model = model
@@ -557,8 +566,9 @@ def _mask_bias(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
-def initial_piece_relations(first_pieces: list[list[int]], lengths: list[int],
-                            attention_mask: torch.Tensor) -> torch.Tensor:
+def initial_piece_relations(
+    first_pieces: list[list[int]], lengths: list[int], attention_mask: torch.Tensor
+) -> torch.Tensor:
     """`(B, T, T)` relations of a batch of sentences before any arc: each word's non-first pieces depend on its first
     piece. `first_pieces[b]`: the piece of ROOT and of each word's first piece (`first_piece_positions`); `lengths`:
     words. A word's pieces run from its first piece to the next word's (the last word's to `[SEP]`, the last real

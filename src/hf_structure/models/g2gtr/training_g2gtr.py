@@ -26,16 +26,20 @@ class G2GTrTrainingArguments(PretrainedEncoderArguments):
         default=None, metadata={"help": "New parser: top encoder layers with graph input (default: all; 0: none)."}
     )
     configurations_per_example: int = field(
-        default=8, metadata={"help": "Oracle configurations of one sentence per training example (they share its "
-                             "lower layers); every configuration of every sentence is one training item per epoch."}
+        default=8,
+        metadata={
+            "help": "Oracle configurations of one sentence per training example (they share its "
+            "lower layers); every configuration of every sentence is one training item per epoch."
+        },
     )
 
 
 def new_config(arguments: G2GTrTrainingArguments, sentences: list[dict], deprels: list[str]):
     """A parser of the pretrained encoder's sizes, and the encoder's tokenizer."""
     encoder, origin = arguments.encoder_config()
-    config = G2GTrConfig(encoder_config=encoder, graph_layers=arguments.graph_layers, deprels=deprels,
-                         encoder_init=origin)
+    config = G2GTrConfig(
+        encoder_config=encoder, graph_layers=arguments.graph_layers, deprels=deprels, encoder_init=origin
+    )
     return config, AutoTokenizer.from_pretrained(arguments.encoder_folder())
 
 
@@ -91,15 +95,17 @@ def oracle_examples(sentences: list[dict], tokenizer, deprels: list[str], per_ex
         actions = swap_oracle(sentence["heads"])
         chunks = max(1, -(-len(actions) // per_example))
         for offset in range(chunks):
-            rows.append({
-                "input_ids": encoded["input_ids"],
-                "first_pieces": first_piece_positions(word_ids, len(sentence["words"])),
-                "heads": sentence["heads"],
-                "labels": [label_ids[label] for label in sentence["deprels"]],
-                "actions": actions,
-                "steps": list(range(offset, len(actions), chunks)),
-                "length": len(encoded["input_ids"]),
-            })
+            rows.append(
+                {
+                    "input_ids": encoded["input_ids"],
+                    "first_pieces": first_piece_positions(word_ids, len(sentence["words"])),
+                    "heads": sentence["heads"],
+                    "labels": [label_ids[label] for label in sentence["deprels"]],
+                    "actions": actions,
+                    "steps": list(range(offset, len(actions), chunks)),
+                    "length": len(encoded["input_ids"]),
+                }
+            )
     return rows
 
 
@@ -169,8 +175,13 @@ def storage_plans(model) -> list:
         return []
     below = model.first_graph_layer
     lower = ("embeddings.", *(f"layers.{index}." for index in range(below)))
-    return [(f"half precision for the embeddings and layers 0-{below - 1} (below the graph input), float32 for the "
-             "graph layers and the classifiers", lambda name: name.startswith(lower))]
+    return [
+        (
+            f"half precision for the embeddings and layers 0-{below - 1} (below the graph input), float32 for the "
+            "graph layers and the classifiers",
+            lambda name: name.startswith(lower),
+        )
+    ]
 
 
 TRAINING = ParserTraining(

@@ -174,8 +174,10 @@ def check_merge_order(merge_order: torch.Tensor, lengths: torch.Tensor) -> None:
     wrong = ~torch.where(real, ascending == positions, merge_order == -1).all(-1)
     if wrong.any():
         b = int(wrong.nonzero()[0])
-        raise ValueError(f"sentence {b}: the merge order {merge_order[b].tolist()} is not a permutation of its "
-                         f"{int(lengths[b]) - 1} splits followed by -1")
+        raise ValueError(
+            f"sentence {b}: the merge order {merge_order[b].tolist()} is not a permutation of its "
+            f"{int(lengths[b]) - 1} splits followed by -1"
+        )
 
 
 # Copied from hf_structure.structs.merge_orders.split_spans
@@ -391,19 +393,13 @@ def _choose_merge(
     bigram_log_p = torch.where(in_row, own_log_p[:, : width - 1, 1], float("-inf"))
     # log(1 - p) of the neighbouring bigrams; a missing neighbour has p = 0.
     not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
-    score = (
-        bigram_log_p
-        + F.pad(not_neighbour[:, :-1], (1, 0))
-        + F.pad(not_neighbour[:, 1:], (0, 1))
-    )
+    score = bigram_log_p + F.pad(not_neighbour[:, :-1], (1, 0)) + F.pad(not_neighbour[:, 1:], (0, 1))
     score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
     return score.argmax(-1)
 
 
 # Copied from hf_structure.structs.pruned_chart._choose_merge_2022
-def _choose_merge_2022(
-    split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool
-) -> torch.Tensor:
+def _choose_merge_2022(split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool) -> torch.Tensor:
     """`(B,)` index of the terminal to merge with its right neighbour by the 2022 rule (see `encode_pruned_chart`),
     from the live chart's `(B, width, top + 1, top)` split scores."""
     batch_size, width, heights, _ = split_scores.shape
@@ -424,8 +420,9 @@ def _choose_merge_2022(
     best[:, top : width * heights : heights] = candidates.amax(-1)
     k = torch.arange(top, device=device)
     push(candidates, positions[:, None].expand(-1, top).expand(batch_size, -1, -1), k.expand(batch_size, width, -1))
-    push(candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1),
-         (top - 1 - k).expand(batch_size, width, -1))
+    push(
+        candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1), (top - 1 - k).expand(batch_size, width, -1)
+    )
     for height in range(top - 1, 1, -1):  # down the best splits; a bigram's children are terminals
         values = best[:, height : width * heights : heights]
         k = scores[:, :, height, :height].argmax(-1)
@@ -568,8 +565,9 @@ def encode_pruned_chart(
         spans.append(torch.stack([first_word, last_word], 1))
         splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
         padding = (0, len(splits_of_cells) - height)
-        candidate_splits.append(F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding,
-                                      value=-1))
+        candidate_splits.append(
+            F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding, value=-1)
+        )
         candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
         compositions += torch.bincount(rows, minlength=batch_size) * height
 
@@ -988,8 +986,9 @@ class R2D2Model(R2D2PreTrainedModel):
         if merge_order is None:
             split_scores = self.split_scores(input_ids, lengths)
             merge_order = merge_order_from_split_scores(split_scores, lengths)
-        chart = encode_along_merges(self.embed_tokens(input_ids), lengths, merge_order.to(input_ids.device),
-                                    self.compose)
+        chart = encode_along_merges(
+            self.embed_tokens(input_ids), lengths, merge_order.to(input_ids.device), self.compose
+        )
         return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
 
     def context_states(self, chart: ChartEncoding, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1007,9 +1006,7 @@ class R2D2Model(R2D2PreTrainedModel):
         left_nodes = chart.node_of_span[batch, longest_start.gather(1, left_end), left_end]
         right_nodes = chart.node_of_span[batch, right_start, longest_end.gather(1, right_start)]
         edges = self.special_embeddings.weight
-        left = torch.where(
-            (positions == 0)[None, :, None], edges[BOS], chart.node_states[left_nodes.clamp(min=0)]
-        )
+        left = torch.where((positions == 0)[None, :, None], edges[BOS], chart.node_states[left_nodes.clamp(min=0)])
         at_end = (positions[None, :] >= lengths[:, None] - 1)[..., None]
         right = torch.where(at_end, edges[EOS], chart.node_states[right_nodes.clamp(min=0)])
         return left, right
@@ -1049,8 +1046,10 @@ class R2D2Model(R2D2PreTrainedModel):
                 lengths = attention_mask.sum(-1)
                 scores = self.split_scores(input_ids, lengths).float().tolist()
                 return [
-                    {"words": list(words), "spans": [span for span in distances_to_spans(row[: len(words) - 1])
-                                                     if span[1] - span[0] > 1]}
+                    {
+                        "words": list(words),
+                        "spans": [span for span in distances_to_spans(row[: len(words) - 1]) if span[1] - span[0] > 1],
+                    }
                     for words, row in zip(sentences, scores)
                 ]
             chart = self(input_ids, attention_mask, window_size=self.config.parse_window_size).chart
@@ -1148,7 +1147,11 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
             parser_loss = split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
             loss = loss + parser_loss
         return R2D2LanguageModelingOutput(
-            loss=loss, logits=logits, root_states=outputs.root_states, lm_loss=lm_loss, parser_loss=parser_loss,
+            loss=loss,
+            logits=logits,
+            root_states=outputs.root_states,
+            lm_loss=lm_loss,
+            parser_loss=parser_loss,
             split_entropy=entropy,
         )
 

@@ -525,8 +525,9 @@ class R2D2Model(R2D2PreTrainedModel):
         if merge_order is None:
             split_scores = self.split_scores(input_ids, lengths)
             merge_order = merge_order_from_split_scores(split_scores, lengths)
-        chart = encode_along_merges(self.embed_tokens(input_ids), lengths, merge_order.to(input_ids.device),
-                                    self.compose)
+        chart = encode_along_merges(
+            self.embed_tokens(input_ids), lengths, merge_order.to(input_ids.device), self.compose
+        )
         return R2D2ModelOutput(root_states=chart.node_states[chart.roots], chart=chart, split_scores=split_scores)
 
     def context_states(self, chart: ChartEncoding, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -544,9 +545,7 @@ class R2D2Model(R2D2PreTrainedModel):
         left_nodes = chart.node_of_span[batch, longest_start.gather(1, left_end), left_end]
         right_nodes = chart.node_of_span[batch, right_start, longest_end.gather(1, right_start)]
         edges = self.special_embeddings.weight
-        left = torch.where(
-            (positions == 0)[None, :, None], edges[BOS], chart.node_states[left_nodes.clamp(min=0)]
-        )
+        left = torch.where((positions == 0)[None, :, None], edges[BOS], chart.node_states[left_nodes.clamp(min=0)])
         at_end = (positions[None, :] >= lengths[:, None] - 1)[..., None]
         right = torch.where(at_end, edges[EOS], chart.node_states[right_nodes.clamp(min=0)])
         return left, right
@@ -586,8 +585,10 @@ class R2D2Model(R2D2PreTrainedModel):
                 lengths = attention_mask.sum(-1)
                 scores = self.split_scores(input_ids, lengths).float().tolist()
                 return [
-                    {"words": list(words), "spans": [span for span in distances_to_spans(row[: len(words) - 1])
-                                                     if span[1] - span[0] > 1]}
+                    {
+                        "words": list(words),
+                        "spans": [span for span in distances_to_spans(row[: len(words) - 1]) if span[1] - span[0] > 1],
+                    }
                     for words, row in zip(sentences, scores)
                 ]
             chart = self(input_ids, attention_mask, window_size=self.config.parse_window_size).chart
@@ -685,7 +686,11 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
             parser_loss = split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
             loss = loss + parser_loss
         return R2D2LanguageModelingOutput(
-            loss=loss, logits=logits, root_states=outputs.root_states, lm_loss=lm_loss, parser_loss=parser_loss,
+            loss=loss,
+            logits=logits,
+            root_states=outputs.root_states,
+            lm_loss=lm_loss,
+            parser_loss=parser_loss,
             split_entropy=entropy,
         )
 

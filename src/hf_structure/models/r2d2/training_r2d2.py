@@ -28,23 +28,28 @@ class R2D2TrainingArguments(TransformerSizeArguments):
     )
     parser_learning_rate: float | None = field(
         default=None,
-        metadata={"help": "Peak learning rate of the top-down parser (`split_parser`; the authors' 1e-2); default "
-                  "--learning_rate."},
+        metadata={
+            "help": "Peak learning rate of the top-down parser (`split_parser`; the authors' 1e-2); default "
+            "--learning_rate."
+        },
     )
     parser_warmup_steps: int | None = field(
         default=None, metadata={"help": "The parser's warm-up steps; default the run's (--warmup_steps)."}
     )
     clip_parts_separately: bool = field(
         default=False,
-        metadata={"help": "Clip the parser's and the language model's gradients each at --max_grad_norm on its own "
-                  "norm (the authors' two optimisers), instead of one clip over both."},
+        metadata={
+            "help": "Clip the parser's and the language model's gradients each at --max_grad_norm on its own "
+            "norm (the authors' two optimisers), instead of one clip over both."
+        },
     )
     parser_start_step: int = field(
         default=0,
-        metadata={"help": "Train the parser from this optimiser step on; before it, the chart merges by the untrained "
-                  "parser's scores and only the language model learns."},
+        metadata={
+            "help": "Train the parser from this optimiser step on; before it, the chart merges by the untrained "
+            "parser's scores and only the language model learns."
+        },
     )
-
 
 
 class EveryWordCollator:
@@ -57,12 +62,11 @@ class EveryWordCollator:
         self.special_ids = torch.tensor(sorted(tokenizer.all_special_ids))
 
     def __call__(self, examples):
-        batch = self.tokenizer.pad(
-            {"input_ids": [example["input_ids"] for example in examples]}, return_tensors="pt"
-        )
+        batch = self.tokenizer.pad({"input_ids": [example["input_ids"] for example in examples]}, return_tensors="pt")
         ignored = torch.isin(batch["input_ids"], self.special_ids) | batch["attention_mask"].eq(0)
         batch["labels"] = batch["input_ids"].masked_fill(ignored, -100)
         return batch
+
 
 def new_config(arguments: R2D2TrainingArguments, tokenizer) -> R2D2Config:
     return R2D2Config(
@@ -91,8 +95,13 @@ def optimizer_parts(arguments: R2D2TrainingArguments, training_arguments) -> lis
     clip = training_arguments.max_grad_norm if arguments.clip_parts_separately else None
     parser_rate = arguments.parser_learning_rate
     return [
-        OptimizerPart("parser", is_parser_parameter, training_arguments.learning_rate if parser_rate is None
-                      else parser_rate, arguments.parser_warmup_steps, clip),
+        OptimizerPart(
+            "parser",
+            is_parser_parameter,
+            training_arguments.learning_rate if parser_rate is None else parser_rate,
+            arguments.parser_warmup_steps,
+            clip,
+        ),
         OptimizerPart("lm", lambda name: True, training_arguments.learning_rate, None, clip),
     ]
 
@@ -112,6 +121,9 @@ def callbacks(arguments: R2D2TrainingArguments) -> list[TrainerCallback]:
 
 
 TRAINING = LanguageModelTraining(
-    arguments=R2D2TrainingArguments, new_config=new_config, collator=every_word_collator,
-    optimizer_parts=optimizer_parts, callbacks=callbacks,
+    arguments=R2D2TrainingArguments,
+    new_config=new_config,
+    collator=every_word_collator,
+    optimizer_parts=optimizer_parts,
+    callbacks=callbacks,
 )

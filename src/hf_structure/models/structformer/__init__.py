@@ -27,8 +27,13 @@ MODEL_SPEC = ModelSpec(
             "tokens, calibration per batch), mean over mask seeds",
         ),
     ),
-    card_tags=("structformer", "unsupervised-parsing", "constituency-parsing", "dependency-parsing",
-               "grammar-induction"),
+    card_tags=(
+        "structformer",
+        "unsupervised-parsing",
+        "constituency-parsing",
+        "dependency-parsing",
+        "grammar-induction",
+    ),
     # The model is an AutoModelForMaskedLM (the standard fill-mask pipeline runs on it); parsing is the custom
     # `unsupervised-parsing` pipeline, named in the tags.
     pipeline_tag="fill-mask",
@@ -38,5 +43,10 @@ MODEL_SPEC = ModelSpec(
     training="hf_structure.models.structformer.training_structformer",
 )
 
-__all__ = ["MODEL_SPEC", "StructFormerConfig", "StructFormerForMaskedLM", "StructFormerModel",
-           "StructFormerPreTrainedModel"]
+__all__ = [
+    "MODEL_SPEC",
+    "StructFormerConfig",
+    "StructFormerForMaskedLM",
+    "StructFormerModel",
+    "StructFormerPreTrainedModel",
+]

@@ -163,9 +163,7 @@ class StructFormerConfig(StructureConfig):
         if head_decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
         if attention_initialization not in ("fan_in", "xavier"):
-            raise ValueError(
-                f"attention_initialization must be 'fan_in' or 'xavier', got {attention_initialization!r}"
-            )
+            raise ValueError(f"attention_initialization must be 'fan_in' or 'xavier', got {attention_initialization!r}")
         if parser_conv_size % 2 != 1:
             raise ValueError(f"parser_conv_size must be odd (same padding), got {parser_conv_size}")
         self.vocab_size = vocab_size

@@ -888,9 +888,7 @@ class StructFormerModel(StructFormerPreTrainedModel):
         mask = attention_mask.bool()
 
         embeddings = self.embed_tokens(input_ids)
-        distances, heights, parent = self.parse_scores(
-            input_ids, mask, embeddings, calibration_scope=calibration_scope
-        )
+        distances, heights, parent = self.parse_scores(input_ids, mask, embeddings, calibration_scope=calibration_scope)
         # Each head attends along a mixture of "to my parent" (p_D) and "to my dependent" (p_D^T), Eq. 15.
         relations = torch.stack(
             [parent if name == "parent" else parent.transpose(1, 2) for name in self.config.relations], dim=1

@@ -127,9 +127,7 @@ class StructFormerConfig(StructureConfig):
         if head_decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {head_decoding!r}")
         if attention_initialization not in ("fan_in", "xavier"):
-            raise ValueError(
-                f"attention_initialization must be 'fan_in' or 'xavier', got {attention_initialization!r}"
-            )
+            raise ValueError(f"attention_initialization must be 'fan_in' or 'xavier', got {attention_initialization!r}")
         if parser_conv_size % 2 != 1:
             raise ValueError(f"parser_conv_size must be odd (same padding), got {parser_conv_size}")
         self.vocab_size = vocab_size
@@ -159,6 +157,7 @@ class StructFormerConfig(StructureConfig):
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
         )
+
 
 # The widest spread of head logits within a sentence that p_D computes in float32 (exp(60) ~ 1e26 < 3e38).
 FLOAT32_LOGIT_RANGE = 60.0
@@ -566,9 +565,7 @@ class StructFormerModel(StructFormerPreTrainedModel):
         mask = attention_mask.bool()
 
         embeddings = self.embed_tokens(input_ids)
-        distances, heights, parent = self.parse_scores(
-            input_ids, mask, embeddings, calibration_scope=calibration_scope
-        )
+        distances, heights, parent = self.parse_scores(input_ids, mask, embeddings, calibration_scope=calibration_scope)
         # Each head attends along a mixture of "to my parent" (p_D) and "to my dependent" (p_D^T), Eq. 15.
         relations = torch.stack(
             [parent if name == "parent" else parent.transpose(1, 2) for name in self.config.relations], dim=1
