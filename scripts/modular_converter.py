@@ -11,6 +11,9 @@ package imports at runtime and `save_pretrained` copies:
   imports), recursively with the hf_structure definitions it uses and the third-party imports it needs, dependencies
   first, each under a `# Copied from hf_structure.<module>.<name>` line; a same-folder import (`from .x import`) is
   kept, its file travels with the generated one;
+- the source's own code comes first, as transformers' generated files read: a copied definition goes above it only
+  where the module reads it while being imported (a base class, a decorator, a default value, a constant's value),
+  every other one below it, after a divider line;
 - classes whose names end in `Config`, and what they need, go to `configuration_<name>.py`; the rest of a model goes
   to `modeling_<name>.py`, which imports its configuration from there (any other source: `<name>.py`);
 - two different definitions under one name are an error naming both, and so is an import from another model.
@@ -94,6 +97,24 @@ def _bound_names(node: ast.stmt) -> tuple[str, ...]:
 
 def _used_names(node: ast.AST) -> frozenset[str]:
     return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def _names_read_on_import(node: ast.stmt, lazy_annotations: bool) -> frozenset[str]:
+    """The names a top-level statement reads while its module is imported: all of a plain statement's; of a
+    function, its decorators, defaults and (unless `lazy_annotations`) annotations, not its body; of a class, its
+    bases, keywords, decorators and what its body reads so. A definition these name must come before the statement;
+    one that only a function body reads may come after it."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = node.args
+        parts: list[ast.AST | None] = [*node.decorator_list, *arguments.defaults, *arguments.kw_defaults]
+        if not lazy_annotations:
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+            parts += [node.returns, *(argument.annotation for argument in every if argument is not None)]
+        return frozenset().union(*(_used_names(part) for part in parts if part is not None))
+    if isinstance(node, ast.ClassDef):
+        names = frozenset().union(*(_used_names(part) for part in [*node.bases, *node.keywords, *node.decorator_list]))
+        return names.union(*(_names_read_on_import(statement, lazy_annotations) for statement in node.body))
+    return _used_names(node)
 
 
 class Module:
@@ -382,15 +403,28 @@ class ModularSource:
         future = [b for b in imports.values() if b.module == "__future__"]
         rest = [b for b in imports.values() if b.module != "__future__"]
         blocks += [(1, _render_imports(group)) for group in (future, rest) if group]
-        for module, statement in inlined.statements:
-            names = list(statement.bound)
-            origin = f"{module.name}.{names[0]}" if len(names) == 1 else f"{module.name}: {', '.join(names)}"
-            blocks.append((2, f"# Copied from {origin}\n{statement.text}"))
+        # The source's own code comes first; a copied definition goes above it only where the module reads it
+        # while being imported (a base class, a decorator, a default, a constant's value), else below it.
+        lazy = any(b.module == "__future__" and b.name == "annotations" for b in imports.values())
+        copied = {name: statement for _, statement in inlined.statements for name in statement.bound}
+        pending = set().union(*(_names_read_on_import(s.node, lazy) for s in statements)) if statements else set()
+        needed_first: set[str] = set()
+        while pending:
+            name = pending.pop()
+            if name in copied and name not in needed_first:
+                needed_first.add(name)
+                pending |= _names_read_on_import(copied[name].node, lazy)
+        first = [(m, s) for m, s in inlined.statements if needed_first & set(s.bound)]
+        after = [(m, s) for m, s in inlined.statements if not needed_first & set(s.bound)]
+        blocks += [(2, _copied_block(module, statement)) for module, statement in first]
         previous = None
         for statement in statements:
             adjacent = previous is not None and statement.index == previous.index + 1
             blocks.append((statement.gap if adjacent else 2, statement.full_text))
             previous = statement
+        if after:
+            blocks.append((2, COPIED_BELOW))
+            blocks += [(2, _copied_block(module, statement)) for module, statement in after]
         defined = own_names | {n for _, s in inlined.statements for n in s.bound}
         public = [name for name in exported or () if name in defined]
         if public:
@@ -437,6 +471,17 @@ class ModularSource:
         for generated in files:
             _check_line_length(generated)
         return files
+
+
+COPIED_BELOW = """\
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported."""
+
+
+def _copied_block(module: Module, statement: Statement) -> str:
+    names = list(statement.bound)
+    origin = f"{module.name}.{names[0]}" if len(names) == 1 else f"{module.name}: {', '.join(names)}"
+    return f"# Copied from {origin}\n{statement.text}"
 
 
 def _render_all(names: list[str]) -> str:

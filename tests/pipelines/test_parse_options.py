@@ -79,6 +79,17 @@ def folders(tmp_path_factory, bert_folder):
     }
 
 
+def test_the_contract_covers_every_model_the_package_registers(folders):
+    """A model added to the package (one folder, found by discovery) must get a tiny checkpoint here."""
+    from transformers import AutoConfig
+
+    from hf_structure.registry import MODEL_SPECS
+
+    covered = {AutoConfig.from_pretrained(folder).model_type for folder in folders.values()}
+    package = {name for name, spec in MODEL_SPECS.items() if spec.config_class.__module__.startswith("hf_structure.")}
+    assert package <= covered, f"no tiny checkpoint in the contract tests for {sorted(package - covered)}"
+
+
 @pytest.fixture(scope="module")
 def parsers(folders):
     from transformers import pipeline

@@ -99,13 +99,15 @@ MODULAR = '''\
 def test_an_inlined_function_comes_with_its_dependencies_in_order_and_their_imports(tmp_path):
     modeling = generate(write_package(tmp_path, MODULAR))["modeling_tiny.py"]
     assert imported_modules(modeling) == {"numpy", ".configuration_tiny"}  # numpy: what the inlined code needs
+    # The model first: what only its methods call is copied below it, each definition after those it uses.
     order = [
         modeling.index(marker)
         for marker in (
+            "class TinyModel",
+            converter.COPIED_BELOW,
             "# Copied from hf_structure.structs.constants.SCALE\nSCALE = 1.0",
             "# Copied from hf_structure.structs.shared._halve\ndef _halve",
             "# Copied from hf_structure.structs.shared.halved_sum\ndef halved_sum",
-            "class TinyModel",
         )
     ]
     assert order == sorted(order)
@@ -117,6 +119,45 @@ def test_an_inlined_function_comes_with_its_dependencies_in_order_and_their_impo
         namespace,
     )
     assert namespace["TinyModel"]().score([2, 4]) == 3.0
+
+
+def test_what_the_module_reads_on_import_is_copied_above_the_model_the_rest_below(tmp_path):
+    src = write_package(tmp_path, MODULAR)
+    (src / "hf_structure" / "structs" / "bases.py").write_text(
+        "from .constants import SCALE\n\n\nclass Base:\n    factor = SCALE\n\n\ndef default_width():\n    return 3\n"
+    )
+    modular = '''\
+        """A tiny model."""
+
+        from ...configuration_utils import StructureConfig
+        from ...structs.bases import Base, default_width
+        from ...structs.shared import halved_sum
+
+
+        class TinyConfig(StructureConfig):
+            model_type = "tiny"
+
+
+        class TinyModel(Base):
+            config_class = TinyConfig
+
+            def score(self, values, width=default_width):
+                return halved_sum(values) * width()
+    '''
+    (src / "hf_structure" / "models" / "tiny" / "modular_tiny.py").write_text(textwrap.dedent(modular))
+    modeling = generate(src)["modeling_tiny.py"]
+    model, below = modeling.index("class TinyModel"), modeling.index(converter.COPIED_BELOW)
+    # A base class (and the constant its body reads) and a default value are read on import: above the model.
+    for name in ("SCALE = 1.0", "class Base", "def default_width"):
+        assert modeling.index(name) < model, name
+    for name in ("def _halve", "def halved_sum"):  # called from a method only: below it
+        assert modeling.index(name) > below, name
+    namespace = {}
+    exec(
+        compile(modeling.replace("from .configuration_tiny import TinyConfig", "TinyConfig = None"), "m", "exec"),
+        namespace,
+    )
+    assert namespace["TinyModel"]().score([2, 4]) == 9.0
 
 
 def test_config_classes_go_to_the_configuration_file_which_the_modeling_file_imports(tmp_path):

@@ -42,125 +42,6 @@ from transformers import Pipeline
 from .word_tokenization import WORD_CONVENTIONS, sentence_offsets, tokenize_with_offsets
 
 
-# Copied from hf_structure.structs.trees.escape_brackets
-def escape_brackets(word: str) -> str:
-    """A word as it appears in a bracketed tree: round brackets become `-LRB-` / `-RRB-` (the PTB escapes), so
-    that the tree reads back with the same words (`unescape_brackets`)."""
-    return word.replace("(", "-LRB-").replace(")", "-RRB-")
-
-
-# Copied from hf_structure.structs.trees.spans_to_bracketed
-def spans_to_bracketed(words, spans) -> str:
-    """Unlabelled bracketed string, e.g. `((the (old man)) sat)`, with brackets in words escaped. Spans need not be
-    binary but must nest; length-1 spans and the whole sentence are implied."""
-    opens: dict[int, int] = {}
-    closes: dict[int, int] = {}
-    for start, end in set(map(tuple, spans)):
-        if end - start > 1 and (start, end) != (0, len(words)):
-            opens[start] = opens.get(start, 0) + 1
-            closes[end - 1] = closes.get(end - 1, 0) + 1
-    tokens = ["(" * opens.get(i, 0) + escape_brackets(word) + ")" * closes.get(i, 0) for i, word in enumerate(words)]
-    return "(" + " ".join(tokens) + ")"
-
-
-# Copied from hf_structure.threads.check_num_threads
-def check_num_threads(num_threads) -> int:
-    """`num_threads` when it is a whole number of at least 1, else a ValueError saying what it got."""
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a whole number of at least 1, got {num_threads!r}")
-    return num_threads
-
-
-# Copied from hf_structure.threads.LOAD_MEASUREMENT_SECONDS
-# How long a measurement of the other processes' load is reused before it is taken again.
-LOAD_MEASUREMENT_SECONDS = 60.0
-
-
-# Copied from hf_structure.threads._measured_load
-_measured_load: list = []  # [(monotonic time, usable cores, cores busy with other processes)], the last one only
-
-
-# Copied from hf_structure.threads.TAKEN_CORE_SHARE
-# A core counts as taken when other processes use more than this share of it: a thread too many costs far more (5-10x
-# on a 2-core machine) than a thread too few (at most 2x there).
-TAKEN_CORE_SHARE = 0.25
-
-
-# Copied from hf_structure.threads.usable_cores
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-# Copied from hf_structure.threads.default_num_threads
-def default_num_threads(usable_cores: int, busy_cores: float, current_threads: int) -> int:
-    """The threads a parse uses when none are asked for: one per usable core that other processes leave free
-    (`busy_cores` of them are busy; a part of a core over TAKEN_CORE_SHARE counts as a whole one), at least 1, at
-    most `current_threads` (the caller's `torch.get_num_threads()`: torch's default unless the caller or
-    OMP_NUM_THREADS changed it)."""
-    free_cores = math.floor(usable_cores - busy_cores + TAKEN_CORE_SHARE)
-    return max(1, min(current_threads, free_cores))
-
-
-# Copied from hf_structure.threads._cpu_ticks
-def _cpu_ticks() -> tuple[int, int]:
-    """All CPUs' (total, idle) time since boot from Linux's /proc/stat, in clock ticks."""
-    with open("/proc/stat") as stat:
-        # user nice system idle iowait irq softirq steal (guest time is already counted in user and nice)
-        values = [int(value) for value in stat.readline().split()[1:9]]
-    return sum(values), values[3] + values[4]
-
-
-# Copied from hf_structure.threads.busy_cores_of_others
-def busy_cores_of_others(interval: float = 0.1) -> float:
-    """How many cores other processes kept busy over the next `interval` seconds, while this one waits: the busy
-    share of /proc/stat's CPU time, times the CPU count, less this process's own CPU time (its threads may still be
-    finishing their last task). Where /proc/stat cannot be read (not Linux), the one-minute load average, or 0."""
-    try:
-        total_before, idle_before = _cpu_ticks()
-        own_before, start = time.process_time(), time.monotonic()
-        time.sleep(interval)
-        total_after, idle_after = _cpu_ticks()
-        own_seconds, seconds = time.process_time() - own_before, time.monotonic() - start
-    except (OSError, ValueError, IndexError):
-        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    ticks = total_after - total_before
-    if ticks <= 0:
-        return 0.0
-    busy_share = (ticks - (idle_after - idle_before)) / ticks
-    return max(0.0, busy_share * (os.cpu_count() or 1) - own_seconds / seconds)
-
-
-# Copied from hf_structure.threads.automatic_num_threads
-def automatic_num_threads() -> int:
-    """`default_num_threads` for this machine now: the other processes' load is measured (0.1 s) the first time and
-    again when the last measurement is older than LOAD_MEASUREMENT_SECONDS."""
-    now = time.monotonic()
-    if not _measured_load or now - _measured_load[0][0] > LOAD_MEASUREMENT_SECONDS:
-        _measured_load[:] = [(now, usable_cores(), busy_cores_of_others())]
-    _, cores, busy = _measured_load[0]
-    return default_num_threads(cores, busy, torch.get_num_threads())
-
-
-# Copied from hf_structure.threads.parsing_threads
-@contextlib.contextmanager
-def parsing_threads(num_threads: int | None = None):
-    """torch's intra-op thread count inside the block: `num_threads`, or `automatic_num_threads()` when None; the
-    caller's count is restored after, so a global setting is never changed behind the caller's back. Yields the
-    count used."""
-    threads = automatic_num_threads() if num_threads is None else check_num_threads(num_threads)
-    previous = torch.get_num_threads()
-    if threads != previous:
-        torch.set_num_threads(threads)
-    try:
-        yield threads
-    finally:
-        if torch.get_num_threads() != previous:
-            torch.set_num_threads(previous)
-
-
 # The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
 STRUCTURES = {"constituency": ("spans",), "dependency": ("heads", "deprels")}
 # ASCII punctuation, dashes, the ellipsis, typographic quotes (‘ ’ ‚ ‛ “ ” „ ‟ « » ‹ ›), ¡ ¿ and fullwidth ！ ？.
@@ -616,3 +497,126 @@ class _Sentence(NamedTuple):
     offsets: list[list[int]] | None = None
     text: str | None = None
     error: str | None = None  # why the model cannot parse it (`on_error="record"`)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
+
+
+# Copied from hf_structure.structs.trees.escape_brackets
+def escape_brackets(word: str) -> str:
+    """A word as it appears in a bracketed tree: round brackets become `-LRB-` / `-RRB-` (the PTB escapes), so
+    that the tree reads back with the same words (`unescape_brackets`)."""
+    return word.replace("(", "-LRB-").replace(")", "-RRB-")
+
+
+# Copied from hf_structure.structs.trees.spans_to_bracketed
+def spans_to_bracketed(words, spans) -> str:
+    """Unlabelled bracketed string, e.g. `((the (old man)) sat)`, with brackets in words escaped. Spans need not be
+    binary but must nest; length-1 spans and the whole sentence are implied."""
+    opens: dict[int, int] = {}
+    closes: dict[int, int] = {}
+    for start, end in set(map(tuple, spans)):
+        if end - start > 1 and (start, end) != (0, len(words)):
+            opens[start] = opens.get(start, 0) + 1
+            closes[end - 1] = closes.get(end - 1, 0) + 1
+    tokens = ["(" * opens.get(i, 0) + escape_brackets(word) + ")" * closes.get(i, 0) for i, word in enumerate(words)]
+    return "(" + " ".join(tokens) + ")"
+
+
+# Copied from hf_structure.threads.check_num_threads
+def check_num_threads(num_threads) -> int:
+    """`num_threads` when it is a whole number of at least 1, else a ValueError saying what it got."""
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a whole number of at least 1, got {num_threads!r}")
+    return num_threads
+
+
+# Copied from hf_structure.threads.LOAD_MEASUREMENT_SECONDS
+# How long a measurement of the other processes' load is reused before it is taken again.
+LOAD_MEASUREMENT_SECONDS = 60.0
+
+
+# Copied from hf_structure.threads._measured_load
+_measured_load: list = []  # [(monotonic time, usable cores, cores busy with other processes)], the last one only
+
+
+# Copied from hf_structure.threads.TAKEN_CORE_SHARE
+# A core counts as taken when other processes use more than this share of it: a thread too many costs far more (5-10x
+# on a 2-core machine) than a thread too few (at most 2x there).
+TAKEN_CORE_SHARE = 0.25
+
+
+# Copied from hf_structure.threads.usable_cores
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# Copied from hf_structure.threads.default_num_threads
+def default_num_threads(usable_cores: int, busy_cores: float, current_threads: int) -> int:
+    """The threads a parse uses when none are asked for: one per usable core that other processes leave free
+    (`busy_cores` of them are busy; a part of a core over TAKEN_CORE_SHARE counts as a whole one), at least 1, at
+    most `current_threads` (the caller's `torch.get_num_threads()`: torch's default unless the caller or
+    OMP_NUM_THREADS changed it)."""
+    free_cores = math.floor(usable_cores - busy_cores + TAKEN_CORE_SHARE)
+    return max(1, min(current_threads, free_cores))
+
+
+# Copied from hf_structure.threads._cpu_ticks
+def _cpu_ticks() -> tuple[int, int]:
+    """All CPUs' (total, idle) time since boot from Linux's /proc/stat, in clock ticks."""
+    with open("/proc/stat") as stat:
+        # user nice system idle iowait irq softirq steal (guest time is already counted in user and nice)
+        values = [int(value) for value in stat.readline().split()[1:9]]
+    return sum(values), values[3] + values[4]
+
+
+# Copied from hf_structure.threads.busy_cores_of_others
+def busy_cores_of_others(interval: float = 0.1) -> float:
+    """How many cores other processes kept busy over the next `interval` seconds, while this one waits: the busy
+    share of /proc/stat's CPU time, times the CPU count, less this process's own CPU time (its threads may still be
+    finishing their last task). Where /proc/stat cannot be read (not Linux), the one-minute load average, or 0."""
+    try:
+        total_before, idle_before = _cpu_ticks()
+        own_before, start = time.process_time(), time.monotonic()
+        time.sleep(interval)
+        total_after, idle_after = _cpu_ticks()
+        own_seconds, seconds = time.process_time() - own_before, time.monotonic() - start
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    ticks = total_after - total_before
+    if ticks <= 0:
+        return 0.0
+    busy_share = (ticks - (idle_after - idle_before)) / ticks
+    return max(0.0, busy_share * (os.cpu_count() or 1) - own_seconds / seconds)
+
+
+# Copied from hf_structure.threads.automatic_num_threads
+def automatic_num_threads() -> int:
+    """`default_num_threads` for this machine now: the other processes' load is measured (0.1 s) the first time and
+    again when the last measurement is older than LOAD_MEASUREMENT_SECONDS."""
+    now = time.monotonic()
+    if not _measured_load or now - _measured_load[0][0] > LOAD_MEASUREMENT_SECONDS:
+        _measured_load[:] = [(now, usable_cores(), busy_cores_of_others())]
+    _, cores, busy = _measured_load[0]
+    return default_num_threads(cores, busy, torch.get_num_threads())
+
+
+# Copied from hf_structure.threads.parsing_threads
+@contextlib.contextmanager
+def parsing_threads(num_threads: int | None = None):
+    """torch's intra-op thread count inside the block: `num_threads`, or `automatic_num_threads()` when None; the
+    caller's count is restored after, so a global setting is never changed behind the caller's back. Yields the
+    count used."""
+    threads = automatic_num_threads() if num_threads is None else check_num_threads(num_threads)
+    previous = torch.get_num_threads()
+    if threads != previous:
+        torch.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        if torch.get_num_threads() != previous:
+            torch.set_num_threads(previous)

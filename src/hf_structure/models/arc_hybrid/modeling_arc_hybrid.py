@@ -31,262 +31,6 @@ from transformers.utils import ModelOutput
 from .configuration_arc_hybrid import HEAD_DECODINGS, ArcHybridConfig
 
 
-# Copied from hf_structure.layers.first_piece_positions
-def first_piece_positions(word_ids: list, length: int) -> list[int]:
-    """Position of each word's first piece, ROOT (`[CLS]`, position 0) first: `first[word]`, word 0..n."""
-    first = [0] * (length + 1)
-    for position in reversed(range(len(word_ids))):
-        if word_ids[position] is not None:
-            first[word_ids[position] + 1] = position
-    return first
-
-
-# Copied from hf_structure.layers.too_many_pieces
-def too_many_pieces(count: int, max_pieces: int) -> str:
-    """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
-    return f"{count} word pieces; this model reads at most {max_pieces}"
-
-
-# Copied from hf_structure.layers.encode_word_pieces
-def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
-    """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
-    `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
-    P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
-    character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
-    than `max_pieces` pieces."""
-    for index, words in enumerate(sentences):
-        if not words:
-            raise ValueError(f"sentence {index}: no word")
-    sentences = [list(words) for words in sentences]
-    # verbose=False: the length is checked below, in the caller's terms, without transformers' "indexing errors".
-    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
-    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
-    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
-        sentences = [
-            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
-        ]
-        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
-        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
-    piece_counts = encoded["attention_mask"].sum(-1).tolist()
-    for index, count in enumerate(piece_counts):
-        if count > max_pieces:
-            raise ValueError(f"sentence {index}: {too_many_pieces(count, max_pieces)}")
-    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
-    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
-        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
-    return {
-        "input_ids": encoded["input_ids"],
-        "attention_mask": encoded["attention_mask"],
-        "first_pieces": first_pieces,
-        "lengths": torch.tensor([len(words) for words in sentences]),
-    }
-
-
-# Copied from hf_structure.layers.word_piece_length_error
-def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
-    """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
-    and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
-    before batching, so that its error names the caller's item rather than a position in a batch."""
-    count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
-    return too_many_pieces(count, max_pieces) if count > max_pieces else None
-
-
-# Copied from hf_structure.structs.arc_hybrid: SHIFT, LEFT, RIGHT
-SHIFT, LEFT, RIGHT = 0, 1, 2
-
-
-# Copied from hf_structure.structs.arc_hybrid._by_start
-def _by_start(scores: torch.Tensor) -> torch.Tensor:
-    """`y[..., i, w] = scores[..., i, i + w]` (-inf where i + w is beyond the last position)."""
-    size = scores.size(-1)
-    columns = torch.arange(size, device=scores.device)[:, None] + torch.arange(size, device=scores.device)
-    picked = scores.gather(-1, columns.clamp(max=size - 1).expand(*scores.shape[:-2], size, size))
-    return picked.masked_fill(columns >= size, float("-inf"))
-
-
-# Copied from hf_structure.structs.arc_hybrid._by_end
-def _by_end(scores: torch.Tensor) -> torch.Tensor:
-    """`y[..., j, w] = scores[..., j - w, j]` (-inf where j - w < 0)."""
-    size = scores.size(-1)
-    rows = torch.arange(size, device=scores.device)[:, None] - torch.arange(size, device=scores.device)
-    picked = scores.transpose(-1, -2).gather(-1, rows.clamp(min=0).expand(*scores.shape[:-2], size, size))
-    return picked.masked_fill(rows < 0, float("-inf"))
-
-
-# Copied from hf_structure.structs.arc_hybrid._backtrack
-def _backtrack(splits, actions, last, heads, transitions, deepen, deepest):
-    """Append the transitions of the goal item (level 1 if `deepen`, else 0; i = 0, j = `last`) and set the heads it
-    attaches. `splits[level, i, j - i]` and `actions[level, i, j - i]` are the back-pointers; the right antecedent of
-    an item at `level` sits at `min(level + deepen, deepest)` (the stack-size DP's q + 1, its last row standing for
-    every deeper stack; the minimal-feature DP has one level). Iterative, as sentences can be long."""
-    stack = [("item", deepen, 0, last)]
-    while stack:
-        kind, value, i, j = stack.pop()
-        if kind == "emit":
-            transitions.append(value)
-            continue
-        if j - i < 2:
-            continue
-        k, action = int(splits[value, i, j - i]), int(actions[value, i, j - i])
-        heads[k] = j if action == LEFT else i
-        # T[i, k], SHIFT k, T[k, j], reduce k: pushed in reverse
-        deeper = min(value + deepen, deepest)
-        stack += [("emit", action, 0, 0), ("item", deeper, k, j), ("emit", SHIFT, 0, 0), ("item", value, i, k)]
-
-
-# Copied from hf_structure.structs.arc_hybrid._backtrack_all
-def _backtrack_all(best_split, best_action, end, deepen) -> tuple[torch.Tensor, list[list[int]]]:
-    """Heads `(B, P)` and transitions of every sentence from the back-pointers `[b, level, i, width]` (the split k
-    and the reduction of item (i, i + width) at that level). Uses `_backtrack`."""
-    heads = torch.zeros(best_split.size(0), best_split.size(-1), dtype=torch.long)
-    splits, actions = best_split.cpu().numpy(), best_action.cpu().numpy()
-    derivations = []
-    for b, last in enumerate(end.tolist()):
-        transitions: list[int] = []
-        _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen, deepest=splits.shape[1] - 1)
-        derivations.append(transitions)
-    return heads, derivations
-
-
-# Copied from hf_structure.structs.arc_hybrid.stack_size_dp
-def stack_size_dp(
-    transition_scores: torch.Tensor,
-    matching_scores: torch.Tensor,
-    arc_scores: torch.Tensor,
-    lengths: torch.Tensor,
-    single_root: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
-    """The best arc-hybrid derivation of each sentence under stack-size scores, exactly (see the module docstring).
-
-    Args:
-        transition_scores: `(B, P, Q, 3)`, `[b, b0, q, action]`: SHIFT / LEFT / RIGHT taken with buffer front b0 and
-            q elements on the stack (bucket Q - 1 holds every q >= Q - 1; index 0 is unused).
-        matching_scores: `(B, P, Q, P)`, `[b, k, q, j]`: word k was shifted onto q elements and is reduced with j at
-            the buffer front.
-        arc_scores: `(B, P, P)`, `[b, h, d]` the score of the arc h -> d.
-        lengths: `(B,)` words per sentence.
-        single_root: as in `minimal_feature_dp`.
-
-    Returns: as `minimal_feature_dp`.
-
-    Items with q >= Q - 1 elements on the stack see the same (last-bucket) scores and the same deeper items, so they
-    share one chart row: the DP is exact in O(Q n^3) time rather than O(n^4). The chart is kept twice, by (start,
-    width) and by (end, reversed width), and every score is laid out the same way before the loop, so that all
-    lookups of a width's items are slices rather than gathers. Uses `_by_start`, `_by_end`, `_backtrack_all`.
-    """
-    batch_size, size = arc_scores.shape[:2]
-    device = arc_scores.device
-    deepest = transition_scores.size(2) - 1  # chart rows 1..deepest; row deepest stands for every deeper stack
-    deeper = torch.arange(2, deepest + 2, device=device).clamp(max=deepest)  # the row after a SHIFT, for rows 1..
-    moves = transition_scores.detach().float().permute(0, 2, 1, 3)  # (B, Q, P, 3) [b, q, b0, action]
-    arcs = arc_scores.detach().float()
-    end = lengths.to(device) + 1
-    beyond = torch.arange(size, device=device)[None, None, :] >= end[:, None, None]
-    left_moves = moves[..., LEFT].masked_fill(beyond, float("-inf"))[:, deeper]  # (B, D, P): LEFT needs a word
-    right_moves = moves[..., RIGHT][:, deeper]  # row q: the reduction at stack size q + 1
-    # By end, widths reversed ([..., j, u] for the split k = j - (P - u)): a width's splits k = i + 1 .. j - 1 are
-    # then the ascending slice u = P - width + 1 .. P - 1, as they are by start.
-    # [b, q, j, u]: SHIFT of k onto q elements plus its matching with j.
-    shift_and_match = _by_end(matching_scores.detach().float().permute(0, 2, 1, 3) + moves[..., SHIFT, None])
-    shift_and_match = shift_and_match[:, 1:].flip(-1).roll(1, -1)
-    left_arcs = _by_end(arcs.transpose(1, 2)).flip(-1).roll(1, -1)  # [b, j, u]: the arc j -> k
-    right_arcs = _by_start(arcs)  # [b, i, w]: the arc i -> i + w
-    # Row q - 1 holds stack size q; one more row repeats the last, so that the rows after a SHIFT are a slice.
-    chart_by_start = torch.full((batch_size, deepest, size, size), float("-inf"), device=device)
-    chart_by_end = torch.full((batch_size, deepest + 1, size, size), float("-inf"), device=device)
-    chart_by_start[:, :, : size - 1, 1] = 0.0
-    chart_by_end[:, :, 1:, size - 1] = 0.0
-    best_split = torch.zeros(batch_size, deepest + 1, size, size, dtype=torch.long, device=device)
-    best_action = torch.zeros_like(best_split)
-    for width in range(2, size):
-        count = size - width  # items (i, i + width), i < count; their splits k = i + 1 .. i + width - 1
-        by_end = slice(size - width + 1, size)
-        # (B, D, S, K), row q: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
-        left = left_moves[:, :, width:, None] + left_arcs[:, None, width:, by_end]
-        right = right_moves[:, :, width:, None] + right_arcs[:, None, :count, 1:width]
-        if single_root:  # i = 0: RIGHT attaches k to ROOT, only with the empty buffer
-            right[:, :, 0].masked_fill_((end != width)[:, None, None], float("-inf"))
-        total = chart_by_start[:, :, :count, 1:width] + chart_by_end[:, 1:, width:, by_end]
-        total += shift_and_match[:, :, width:, by_end]
-        total += torch.maximum(left, right)
-        value, arg = total.max(-1)
-        chart_by_start[:, :, :count, width] = value
-        chart_by_end[:, :deepest, width:, size - width] = value
-        chart_by_end[:, deepest, width:, size - width] = value[:, -1]
-        best_split[:, 1:, :count, width] = torch.arange(count, device=device) + 1 + arg
-        is_right = right.gather(-1, arg[..., None]) > left.gather(-1, arg[..., None])
-        best_action[:, 1:, :count, width] = LEFT + is_right.squeeze(-1).long()
-    best = chart_by_end[torch.arange(batch_size, device=device), 0, end, size - end]
-    heads, derivations = _backtrack_all(best_split, best_action, end, deepen=1)
-    return best, heads.to(device), derivations
-
-
-# Copied from hf_structure.structs.decoding._eisner_backtrack
-def _eisner_backtrack(complete_split: list, incomplete_split: list, length: int) -> list[int]:
-    """Heads (ROOT's 0 first) of the tree that `eisner`'s split charts of one sentence store."""
-    heads = [0] * (length + 1)
-    stack = [(0, length, True)]  # (head, far end, complete?) of the spans still to read
-    while stack:
-        head, end, is_complete = stack.pop()
-        if head == end:
-            continue
-        if is_complete:
-            split = complete_split[head][end]
-            stack += [(head, split, False), (split, end, True)]
-        else:
-            heads[end] = head
-            split = incomplete_split[head][end]
-            left, right = min(head, end), max(head, end)
-            stack += [(left, split, True), (right, split + 1, True)]
-    return heads
-
-
-# Copied from hf_structure.structs.decoding.eisner
-def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
-    """Best projective dependency tree of each sentence (Eisner's algorithm), batched; see the module conventions.
-
-    With `single_root`, exactly one word attaches to ROOT: ROOT may only close a span at the last word, so its only
-    arc is the one that spans the whole sentence. Uses `_eisner_backtrack`.
-    """
-    scores = scores.detach()
-    batch_size, seq_len, _ = scores.shape
-    lengths = mask.sum(-1)
-    arcs = scores.transpose(1, 2)  # arcs[b, h, d]: score of the arc h -> d
-    # Charts over pairs (h, e) of a head h and the far end e of its span, e on either side of h:
-    # complete[b, h, e]: h and its dependents between h and e (those have all their own dependents);
-    # incomplete[b, h, e]: the same with the arc h -> e, whose own dependents on the far side are still missing.
-    complete = scores.new_full(scores.shape, float("-inf"))
-    complete.diagonal(dim1=1, dim2=2).fill_(0)
-    incomplete = torch.full_like(complete, float("-inf"))
-    complete_split = torch.zeros(scores.shape, dtype=torch.long, device=scores.device)
-    incomplete_split = torch.zeros_like(complete_split)
-    for width in range(1, seq_len):
-        starts = torch.arange(seq_len - width, device=scores.device)
-        ends = starts + width
-        splits = starts[:, None] + torch.arange(width, device=scores.device)  # r in [start, end), one row a span
-        # incomplete: complete(start -> r) + complete(end -> r + 1) + the arc between start and end
-        best, arg = (complete[:, starts[:, None], splits] + complete[:, ends[:, None], splits + 1]).max(-1)
-        incomplete[:, starts, ends] = best + arcs[:, starts, ends]
-        incomplete[:, ends, starts] = best + arcs[:, ends, starts]
-        incomplete_split[:, starts, ends] = incomplete_split[:, ends, starts] = starts + arg
-        # complete to the left: incomplete(end -> r) + complete(r -> start), r in [start, end)
-        best, arg = (incomplete[:, ends[:, None], splits] + complete[:, splits, starts[:, None]]).max(-1)
-        complete[:, ends, starts] = best
-        complete_split[:, ends, starts] = starts + arg
-        # complete to the right: incomplete(start -> r) + complete(r -> end), r in (start, end]
-        best, arg = (incomplete[:, starts[:, None], splits + 1] + complete[:, splits + 1, ends[:, None]]).max(-1)
-        complete[:, starts, ends] = best
-        complete_split[:, starts, ends] = starts + 1 + arg
-        if single_root:
-            complete[:, 0, width].masked_fill_(lengths != width, float("-inf"))
-    heads = torch.zeros(batch_size, seq_len, dtype=torch.long)
-    for b, (length, complete_b, incomplete_b) in enumerate(
-        zip(lengths.tolist(), complete_split.tolist(), incomplete_split.tolist())
-    ):
-        heads[b, : length + 1] = torch.tensor(_eisner_backtrack(complete_b, incomplete_b, length))
-    return heads.to(scores.device)
-
-
 # The most chart positions (sentences x P x P, P = longest sentence + 2) one parse call decodes at once: a full batch
 # of 32 sentences of up to 46 words. A batch holding longer sentences is parsed a few at a time, so that its charts
 # (B x Q x P x P) stay the size of an ordinary batch's and a long parse's memory does not jump with its longest one.
@@ -630,6 +374,266 @@ def rows_of(inputs: dict, rows: range) -> dict:
         "first_pieces": inputs["first_pieces"][rows, :width],
         "lengths": inputs["lengths"][rows],
     }
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
+
+
+# Copied from hf_structure.layers.first_piece_positions
+def first_piece_positions(word_ids: list, length: int) -> list[int]:
+    """Position of each word's first piece, ROOT (`[CLS]`, position 0) first: `first[word]`, word 0..n."""
+    first = [0] * (length + 1)
+    for position in reversed(range(len(word_ids))):
+        if word_ids[position] is not None:
+            first[word_ids[position] + 1] = position
+    return first
+
+
+# Copied from hf_structure.layers.too_many_pieces
+def too_many_pieces(count: int, max_pieces: int) -> str:
+    """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
+    return f"{count} word pieces; this model reads at most {max_pieces}"
+
+
+# Copied from hf_structure.layers.encode_word_pieces
+def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
+    """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
+    `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
+    P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
+    character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
+    than `max_pieces` pieces."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+    sentences = [list(words) for words in sentences]
+    # verbose=False: the length is checked below, in the caller's terms, without transformers' "indexing errors".
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
+    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
+        sentences = [
+            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
+        ]
+        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
+        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    piece_counts = encoded["attention_mask"].sum(-1).tolist()
+    for index, count in enumerate(piece_counts):
+        if count > max_pieces:
+            raise ValueError(f"sentence {index}: {too_many_pieces(count, max_pieces)}")
+    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
+    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
+        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
+    return {
+        "input_ids": encoded["input_ids"],
+        "attention_mask": encoded["attention_mask"],
+        "first_pieces": first_pieces,
+        "lengths": torch.tensor([len(words) for words in sentences]),
+    }
+
+
+# Copied from hf_structure.layers.word_piece_length_error
+def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
+    """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
+    and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
+    before batching, so that its error names the caller's item rather than a position in a batch."""
+    count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
+    return too_many_pieces(count, max_pieces) if count > max_pieces else None
+
+
+# Copied from hf_structure.structs.arc_hybrid: SHIFT, LEFT, RIGHT
+SHIFT, LEFT, RIGHT = 0, 1, 2
+
+
+# Copied from hf_structure.structs.arc_hybrid._by_start
+def _by_start(scores: torch.Tensor) -> torch.Tensor:
+    """`y[..., i, w] = scores[..., i, i + w]` (-inf where i + w is beyond the last position)."""
+    size = scores.size(-1)
+    columns = torch.arange(size, device=scores.device)[:, None] + torch.arange(size, device=scores.device)
+    picked = scores.gather(-1, columns.clamp(max=size - 1).expand(*scores.shape[:-2], size, size))
+    return picked.masked_fill(columns >= size, float("-inf"))
+
+
+# Copied from hf_structure.structs.arc_hybrid._by_end
+def _by_end(scores: torch.Tensor) -> torch.Tensor:
+    """`y[..., j, w] = scores[..., j - w, j]` (-inf where j - w < 0)."""
+    size = scores.size(-1)
+    rows = torch.arange(size, device=scores.device)[:, None] - torch.arange(size, device=scores.device)
+    picked = scores.transpose(-1, -2).gather(-1, rows.clamp(min=0).expand(*scores.shape[:-2], size, size))
+    return picked.masked_fill(rows < 0, float("-inf"))
+
+
+# Copied from hf_structure.structs.arc_hybrid._backtrack
+def _backtrack(splits, actions, last, heads, transitions, deepen, deepest):
+    """Append the transitions of the goal item (level 1 if `deepen`, else 0; i = 0, j = `last`) and set the heads it
+    attaches. `splits[level, i, j - i]` and `actions[level, i, j - i]` are the back-pointers; the right antecedent of
+    an item at `level` sits at `min(level + deepen, deepest)` (the stack-size DP's q + 1, its last row standing for
+    every deeper stack; the minimal-feature DP has one level). Iterative, as sentences can be long."""
+    stack = [("item", deepen, 0, last)]
+    while stack:
+        kind, value, i, j = stack.pop()
+        if kind == "emit":
+            transitions.append(value)
+            continue
+        if j - i < 2:
+            continue
+        k, action = int(splits[value, i, j - i]), int(actions[value, i, j - i])
+        heads[k] = j if action == LEFT else i
+        # T[i, k], SHIFT k, T[k, j], reduce k: pushed in reverse
+        deeper = min(value + deepen, deepest)
+        stack += [("emit", action, 0, 0), ("item", deeper, k, j), ("emit", SHIFT, 0, 0), ("item", value, i, k)]
+
+
+# Copied from hf_structure.structs.arc_hybrid._backtrack_all
+def _backtrack_all(best_split, best_action, end, deepen) -> tuple[torch.Tensor, list[list[int]]]:
+    """Heads `(B, P)` and transitions of every sentence from the back-pointers `[b, level, i, width]` (the split k
+    and the reduction of item (i, i + width) at that level). Uses `_backtrack`."""
+    heads = torch.zeros(best_split.size(0), best_split.size(-1), dtype=torch.long)
+    splits, actions = best_split.cpu().numpy(), best_action.cpu().numpy()
+    derivations = []
+    for b, last in enumerate(end.tolist()):
+        transitions: list[int] = []
+        _backtrack(splits[b], actions[b], last, heads[b], transitions, deepen, deepest=splits.shape[1] - 1)
+        derivations.append(transitions)
+    return heads, derivations
+
+
+# Copied from hf_structure.structs.arc_hybrid.stack_size_dp
+def stack_size_dp(
+    transition_scores: torch.Tensor,
+    matching_scores: torch.Tensor,
+    arc_scores: torch.Tensor,
+    lengths: torch.Tensor,
+    single_root: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
+    """The best arc-hybrid derivation of each sentence under stack-size scores, exactly (see the module docstring).
+
+    Args:
+        transition_scores: `(B, P, Q, 3)`, `[b, b0, q, action]`: SHIFT / LEFT / RIGHT taken with buffer front b0 and
+            q elements on the stack (bucket Q - 1 holds every q >= Q - 1; index 0 is unused).
+        matching_scores: `(B, P, Q, P)`, `[b, k, q, j]`: word k was shifted onto q elements and is reduced with j at
+            the buffer front.
+        arc_scores: `(B, P, P)`, `[b, h, d]` the score of the arc h -> d.
+        lengths: `(B,)` words per sentence.
+        single_root: as in `minimal_feature_dp`.
+
+    Returns: as `minimal_feature_dp`.
+
+    Items with q >= Q - 1 elements on the stack see the same (last-bucket) scores and the same deeper items, so they
+    share one chart row: the DP is exact in O(Q n^3) time rather than O(n^4). The chart is kept twice, by (start,
+    width) and by (end, reversed width), and every score is laid out the same way before the loop, so that all
+    lookups of a width's items are slices rather than gathers. Uses `_by_start`, `_by_end`, `_backtrack_all`.
+    """
+    batch_size, size = arc_scores.shape[:2]
+    device = arc_scores.device
+    deepest = transition_scores.size(2) - 1  # chart rows 1..deepest; row deepest stands for every deeper stack
+    deeper = torch.arange(2, deepest + 2, device=device).clamp(max=deepest)  # the row after a SHIFT, for rows 1..
+    moves = transition_scores.detach().float().permute(0, 2, 1, 3)  # (B, Q, P, 3) [b, q, b0, action]
+    arcs = arc_scores.detach().float()
+    end = lengths.to(device) + 1
+    beyond = torch.arange(size, device=device)[None, None, :] >= end[:, None, None]
+    left_moves = moves[..., LEFT].masked_fill(beyond, float("-inf"))[:, deeper]  # (B, D, P): LEFT needs a word
+    right_moves = moves[..., RIGHT][:, deeper]  # row q: the reduction at stack size q + 1
+    # By end, widths reversed ([..., j, u] for the split k = j - (P - u)): a width's splits k = i + 1 .. j - 1 are
+    # then the ascending slice u = P - width + 1 .. P - 1, as they are by start.
+    # [b, q, j, u]: SHIFT of k onto q elements plus its matching with j.
+    shift_and_match = _by_end(matching_scores.detach().float().permute(0, 2, 1, 3) + moves[..., SHIFT, None])
+    shift_and_match = shift_and_match[:, 1:].flip(-1).roll(1, -1)
+    left_arcs = _by_end(arcs.transpose(1, 2)).flip(-1).roll(1, -1)  # [b, j, u]: the arc j -> k
+    right_arcs = _by_start(arcs)  # [b, i, w]: the arc i -> i + w
+    # Row q - 1 holds stack size q; one more row repeats the last, so that the rows after a SHIFT are a slice.
+    chart_by_start = torch.full((batch_size, deepest, size, size), float("-inf"), device=device)
+    chart_by_end = torch.full((batch_size, deepest + 1, size, size), float("-inf"), device=device)
+    chart_by_start[:, :, : size - 1, 1] = 0.0
+    chart_by_end[:, :, 1:, size - 1] = 0.0
+    best_split = torch.zeros(batch_size, deepest + 1, size, size, dtype=torch.long, device=device)
+    best_action = torch.zeros_like(best_split)
+    for width in range(2, size):
+        count = size - width  # items (i, i + width), i < count; their splits k = i + 1 .. i + width - 1
+        by_end = slice(size - width + 1, size)
+        # (B, D, S, K), row q: i on top of q stack elements; k is shifted onto q and reduced at size q + 1.
+        left = left_moves[:, :, width:, None] + left_arcs[:, None, width:, by_end]
+        right = right_moves[:, :, width:, None] + right_arcs[:, None, :count, 1:width]
+        if single_root:  # i = 0: RIGHT attaches k to ROOT, only with the empty buffer
+            right[:, :, 0].masked_fill_((end != width)[:, None, None], float("-inf"))
+        total = chart_by_start[:, :, :count, 1:width] + chart_by_end[:, 1:, width:, by_end]
+        total += shift_and_match[:, :, width:, by_end]
+        total += torch.maximum(left, right)
+        value, arg = total.max(-1)
+        chart_by_start[:, :, :count, width] = value
+        chart_by_end[:, :deepest, width:, size - width] = value
+        chart_by_end[:, deepest, width:, size - width] = value[:, -1]
+        best_split[:, 1:, :count, width] = torch.arange(count, device=device) + 1 + arg
+        is_right = right.gather(-1, arg[..., None]) > left.gather(-1, arg[..., None])
+        best_action[:, 1:, :count, width] = LEFT + is_right.squeeze(-1).long()
+    best = chart_by_end[torch.arange(batch_size, device=device), 0, end, size - end]
+    heads, derivations = _backtrack_all(best_split, best_action, end, deepen=1)
+    return best, heads.to(device), derivations
+
+
+# Copied from hf_structure.structs.decoding._eisner_backtrack
+def _eisner_backtrack(complete_split: list, incomplete_split: list, length: int) -> list[int]:
+    """Heads (ROOT's 0 first) of the tree that `eisner`'s split charts of one sentence store."""
+    heads = [0] * (length + 1)
+    stack = [(0, length, True)]  # (head, far end, complete?) of the spans still to read
+    while stack:
+        head, end, is_complete = stack.pop()
+        if head == end:
+            continue
+        if is_complete:
+            split = complete_split[head][end]
+            stack += [(head, split, False), (split, end, True)]
+        else:
+            heads[end] = head
+            split = incomplete_split[head][end]
+            left, right = min(head, end), max(head, end)
+            stack += [(left, split, True), (right, split + 1, True)]
+    return heads
+
+
+# Copied from hf_structure.structs.decoding.eisner
+def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
+    """Best projective dependency tree of each sentence (Eisner's algorithm), batched; see the module conventions.
+
+    With `single_root`, exactly one word attaches to ROOT: ROOT may only close a span at the last word, so its only
+    arc is the one that spans the whole sentence. Uses `_eisner_backtrack`.
+    """
+    scores = scores.detach()
+    batch_size, seq_len, _ = scores.shape
+    lengths = mask.sum(-1)
+    arcs = scores.transpose(1, 2)  # arcs[b, h, d]: score of the arc h -> d
+    # Charts over pairs (h, e) of a head h and the far end e of its span, e on either side of h:
+    # complete[b, h, e]: h and its dependents between h and e (those have all their own dependents);
+    # incomplete[b, h, e]: the same with the arc h -> e, whose own dependents on the far side are still missing.
+    complete = scores.new_full(scores.shape, float("-inf"))
+    complete.diagonal(dim1=1, dim2=2).fill_(0)
+    incomplete = torch.full_like(complete, float("-inf"))
+    complete_split = torch.zeros(scores.shape, dtype=torch.long, device=scores.device)
+    incomplete_split = torch.zeros_like(complete_split)
+    for width in range(1, seq_len):
+        starts = torch.arange(seq_len - width, device=scores.device)
+        ends = starts + width
+        splits = starts[:, None] + torch.arange(width, device=scores.device)  # r in [start, end), one row a span
+        # incomplete: complete(start -> r) + complete(end -> r + 1) + the arc between start and end
+        best, arg = (complete[:, starts[:, None], splits] + complete[:, ends[:, None], splits + 1]).max(-1)
+        incomplete[:, starts, ends] = best + arcs[:, starts, ends]
+        incomplete[:, ends, starts] = best + arcs[:, ends, starts]
+        incomplete_split[:, starts, ends] = incomplete_split[:, ends, starts] = starts + arg
+        # complete to the left: incomplete(end -> r) + complete(r -> start), r in [start, end)
+        best, arg = (incomplete[:, ends[:, None], splits] + complete[:, splits, starts[:, None]]).max(-1)
+        complete[:, ends, starts] = best
+        complete_split[:, ends, starts] = starts + arg
+        # complete to the right: incomplete(start -> r) + complete(r -> end), r in (start, end]
+        best, arg = (incomplete[:, starts[:, None], splits + 1] + complete[:, splits + 1, ends[:, None]]).max(-1)
+        complete[:, starts, ends] = best
+        complete_split[:, starts, ends] = starts + 1 + arg
+        if single_root:
+            complete[:, 0, width].masked_fill_(lengths != width, float("-inf"))
+    heads = torch.zeros(batch_size, seq_len, dtype=torch.long)
+    for b, (length, complete_b, incomplete_b) in enumerate(
+        zip(lengths.tolist(), complete_split.tolist(), incomplete_split.tolist())
+    ):
+        heads[b, : length + 1] = torch.tensor(_eisner_backtrack(complete_b, incomplete_b, length))
+    return heads.to(scores.device)
 
 
 __all__ = ["ArcHybridForParsing", "ArcHybridOutput", "ArcHybridPreTrainedModel"]

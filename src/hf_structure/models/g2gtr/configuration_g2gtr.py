@@ -7,26 +7,6 @@
 from transformers import BertConfig, PreTrainedConfig
 
 
-# Copied from hf_structure.configuration_utils.PUNCTUATION_POLICIES
-# What a model does with punctuation. "reattach": the model was trained without punctuation, so the pipeline removes
-# it before the model sees a sentence and re-attaches it afterwards; "keep": the model sees every word.
-PUNCTUATION_POLICIES = ("reattach", "keep")
-
-
-# Copied from hf_structure.configuration_utils.WORD_CONVENTIONS
-# How the pipeline cuts raw text into words for a model: as its training text was cut, "ptb" as the Penn Treebank
-# does (hyphenated words whole), "ud" as UD English-EWT does (hyphens and slashes between words split off); see the
-# pipeline's word_tokenization.py. A config class names its model's default (`default_word_convention`).
-WORD_CONVENTIONS = ("ptb", "ud")
-
-
-# Copied from hf_structure.configuration_utils._installed_pipeline_registered
-def _installed_pipeline_registered() -> bool:
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    return "unsupervised-parsing" in PIPELINE_REGISTRY.get_supported_tasks()
-
-
 # Copied from hf_structure.configuration_utils.StructureConfig
 class StructureConfig(PreTrainedConfig):
     """A syntactic-structure model's configuration: its punctuation policy (checked), the Auto classes a saved folder
@@ -61,53 +41,6 @@ class StructureConfig(PreTrainedConfig):
             # demand trust_remote_code=True) is not announced.
             kwargs.pop("custom_pipelines")
         super().__init__(**kwargs)
-
-
-# Copied from hf_structure.configuration_utils.FLAT_ENCODER_KEYS
-# The settings of a supervised parser's pretrained BERT encoder, which folders saved before the encoder became the
-# nested `encoder_config` hold at the top level of their config.json. Their `pad_token_id`, the encoder's too, stays
-# there: it is also the model's own (transformers' Trainer aligns a model's with its tokenizer's).
-FLAT_ENCODER_KEYS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "hidden_act",
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "layer_norm_eps",
-    "initializer_range",
-)
-
-
-# Copied from hf_structure.configuration_utils.DEFAULT_ENCODER
-# all-MiniLM-L6-v2's sizes (BERT's defaults otherwise): the encoder of a parser configured without one.
-DEFAULT_ENCODER = {"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536}
-
-
-# Copied from hf_structure.configuration_utils.nested_encoder_config
-def nested_encoder_config(encoder_config, config_kwargs: dict) -> BertConfig:
-    """A supervised parser's pretrained encoder as a `BertConfig`, from the parser config's `encoder_config` (a
-    `BertConfig` or its dict) or, in a folder saved before the encoder was nested, from the flat keys
-    (`FLAT_ENCODER_KEYS`, taken out of `config_kwargs`, the parser config's other keyword arguments, and its
-    `pad_token_id`, left there), missing ones and a missing encoder taking `DEFAULT_ENCODER`. Raises ValueError for
-    settings given both ways, or an encoder that is not a BERT."""
-    flat = {key: config_kwargs.pop(key) for key in FLAT_ENCODER_KEYS if key in config_kwargs}
-    if encoder_config is None:
-        padding = {"pad_token_id": config_kwargs["pad_token_id"]} if "pad_token_id" in config_kwargs else {}
-        return BertConfig(**{**DEFAULT_ENCODER, **flat, **padding})
-    if flat:
-        raise ValueError(f"the encoder's {', '.join(flat)} given beside encoder_config: give them in encoder_config")
-    if isinstance(encoder_config, dict):
-        if encoder_config.get("model_type", "bert") != "bert":
-            raise ValueError(f"encoder_config must be a BERT's, got model_type {encoder_config['model_type']!r}")
-        return BertConfig(**encoder_config)
-    if not isinstance(encoder_config, BertConfig):
-        raise ValueError(f"encoder_config must be a BertConfig or its dict, got {type(encoder_config).__name__}")
-    return encoder_config
 
 
 class G2GTrConfig(StructureConfig):
@@ -167,6 +100,77 @@ class G2GTrConfig(StructureConfig):
         self.classifier_dropout = classifier_dropout
         self.encoder_init = encoder_init
         super().__init__(punctuation_policy=punctuation_policy, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
+
+
+# Copied from hf_structure.configuration_utils.PUNCTUATION_POLICIES
+# What a model does with punctuation. "reattach": the model was trained without punctuation, so the pipeline removes
+# it before the model sees a sentence and re-attaches it afterwards; "keep": the model sees every word.
+PUNCTUATION_POLICIES = ("reattach", "keep")
+
+
+# Copied from hf_structure.configuration_utils.WORD_CONVENTIONS
+# How the pipeline cuts raw text into words for a model: as its training text was cut, "ptb" as the Penn Treebank
+# does (hyphenated words whole), "ud" as UD English-EWT does (hyphens and slashes between words split off); see the
+# pipeline's word_tokenization.py. A config class names its model's default (`default_word_convention`).
+WORD_CONVENTIONS = ("ptb", "ud")
+
+
+# Copied from hf_structure.configuration_utils._installed_pipeline_registered
+def _installed_pipeline_registered() -> bool:
+    from transformers.pipelines import PIPELINE_REGISTRY
+
+    return "unsupervised-parsing" in PIPELINE_REGISTRY.get_supported_tasks()
+
+
+# Copied from hf_structure.configuration_utils.FLAT_ENCODER_KEYS
+# The settings of a supervised parser's pretrained BERT encoder, which folders saved before the encoder became the
+# nested `encoder_config` hold at the top level of their config.json. Their `pad_token_id`, the encoder's too, stays
+# there: it is also the model's own (transformers' Trainer aligns a model's with its tokenizer's).
+FLAT_ENCODER_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "layer_norm_eps",
+    "initializer_range",
+)
+
+
+# Copied from hf_structure.configuration_utils.DEFAULT_ENCODER
+# all-MiniLM-L6-v2's sizes (BERT's defaults otherwise): the encoder of a parser configured without one.
+DEFAULT_ENCODER = {"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536}
+
+
+# Copied from hf_structure.configuration_utils.nested_encoder_config
+def nested_encoder_config(encoder_config, config_kwargs: dict) -> BertConfig:
+    """A supervised parser's pretrained encoder as a `BertConfig`, from the parser config's `encoder_config` (a
+    `BertConfig` or its dict) or, in a folder saved before the encoder was nested, from the flat keys
+    (`FLAT_ENCODER_KEYS`, taken out of `config_kwargs`, the parser config's other keyword arguments, and its
+    `pad_token_id`, left there), missing ones and a missing encoder taking `DEFAULT_ENCODER`. Raises ValueError for
+    settings given both ways, or an encoder that is not a BERT."""
+    flat = {key: config_kwargs.pop(key) for key in FLAT_ENCODER_KEYS if key in config_kwargs}
+    if encoder_config is None:
+        padding = {"pad_token_id": config_kwargs["pad_token_id"]} if "pad_token_id" in config_kwargs else {}
+        return BertConfig(**{**DEFAULT_ENCODER, **flat, **padding})
+    if flat:
+        raise ValueError(f"the encoder's {', '.join(flat)} given beside encoder_config: give them in encoder_config")
+    if isinstance(encoder_config, dict):
+        if encoder_config.get("model_type", "bert") != "bert":
+            raise ValueError(f"encoder_config must be a BERT's, got model_type {encoder_config['model_type']!r}")
+        return BertConfig(**encoder_config)
+    if not isinstance(encoder_config, BertConfig):
+        raise ValueError(f"encoder_config must be a BertConfig or its dict, got {type(encoder_config).__name__}")
+    return encoder_config
 
 
 __all__ = ["G2GTrConfig"]

@@ -32,112 +32,6 @@ from transformers.utils import ModelOutput
 from .configuration_g2gtr import G2GTrConfig
 
 
-# Copied from hf_structure.layers.first_piece_positions
-def first_piece_positions(word_ids: list, length: int) -> list[int]:
-    """Position of each word's first piece, ROOT (`[CLS]`, position 0) first: `first[word]`, word 0..n."""
-    first = [0] * (length + 1)
-    for position in reversed(range(len(word_ids))):
-        if word_ids[position] is not None:
-            first[word_ids[position] + 1] = position
-    return first
-
-
-# Copied from hf_structure.layers.too_many_pieces
-def too_many_pieces(count: int, max_pieces: int) -> str:
-    """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
-    return f"{count} word pieces; this model reads at most {max_pieces}"
-
-
-# Copied from hf_structure.layers.encode_word_pieces
-def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
-    """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
-    `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
-    P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
-    character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
-    than `max_pieces` pieces."""
-    for index, words in enumerate(sentences):
-        if not words:
-            raise ValueError(f"sentence {index}: no word")
-    sentences = [list(words) for words in sentences]
-    # verbose=False: the length is checked below, in the caller's terms, without transformers' "indexing errors".
-    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
-    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
-    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
-        sentences = [
-            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
-        ]
-        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
-        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
-    piece_counts = encoded["attention_mask"].sum(-1).tolist()
-    for index, count in enumerate(piece_counts):
-        if count > max_pieces:
-            raise ValueError(f"sentence {index}: {too_many_pieces(count, max_pieces)}")
-    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
-    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
-        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
-    return {
-        "input_ids": encoded["input_ids"],
-        "attention_mask": encoded["attention_mask"],
-        "first_pieces": first_pieces,
-        "lengths": torch.tensor([len(words) for words in sentences]),
-    }
-
-
-# Copied from hf_structure.layers.word_piece_length_error
-def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
-    """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
-    and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
-    before batching, so that its error names the caller's item rather than a position in a batch."""
-    count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
-    return too_many_pieces(count, max_pieces) if count > max_pieces else None
-
-
-# Copied from hf_structure.structs.transitions: SHIFT, LEFT_ARC, RIGHT_ARC, SWAP
-SHIFT, LEFT_ARC, RIGHT_ARC, SWAP = 0, 1, 2, 3
-
-
-# Copied from hf_structure.structs.transitions.SwapConfiguration
-class SwapConfiguration:
-    """A parser configuration of an n-word sentence; `heads[i]`/`labels[i]` of word i (index 0 unused) are -1/None
-    until its arc is built."""
-
-    def __init__(self, length: int):
-        self.stack = [0]
-        self.buffer = list(range(1, length + 1))
-        self.heads = [-1] * (length + 1)
-        self.labels = [None] * (length + 1)
-
-    def is_terminal(self) -> bool:
-        return not self.buffer and len(self.stack) == 1
-
-    def legal_actions(self) -> list[bool]:
-        """Which of SHIFT, LEFT_ARC, RIGHT_ARC, SWAP may apply. ROOT takes its one dependent last (so the tree has
-        a single root), and a SWAP needs s1 before s0 in the sentence, so no pair is swapped twice and parsing ends."""
-        if len(self.stack) < 2:
-            return [bool(self.buffer), False, False, False]
-        s1 = self.stack[-2]
-        return [
-            bool(self.buffer),
-            s1 != 0,
-            s1 != 0 or not self.buffer,
-            0 < s1 < self.stack[-1],
-        ]
-
-    def apply(self, action: int, label=None) -> None:
-        if not self.legal_actions()[action]:
-            raise ValueError(f"action {action} is not legal in stack {self.stack}, buffer {self.buffer[:3]}...")
-        if action == SHIFT:
-            self.stack.append(self.buffer.pop(0))
-        elif action == SWAP:
-            self.buffer.insert(0, self.stack.pop(-2))
-        else:
-            s0 = self.stack.pop()
-            s1 = self.stack.pop()
-            head, dependent = (s0, s1) if action == LEFT_ARC else (s1, s0)
-            self.heads[dependent], self.labels[dependent] = head, label
-            self.stack.append(head)
-
-
 # Relations between two pieces in the graph input: none, head->dependent (row is the head), dependent->head.
 NO_RELATION, TO_DEPENDENT, TO_HEAD = 0, 1, 2
 
@@ -590,6 +484,116 @@ def configuration_slot_positions(configuration, first_pieces: list[int]) -> list
     s0 = first_pieces[stack[-1]] if stack else -1
     b0 = first_pieces[buffer[0]] if buffer else -1
     return [s1, s0, b0]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
+
+
+# Copied from hf_structure.layers.first_piece_positions
+def first_piece_positions(word_ids: list, length: int) -> list[int]:
+    """Position of each word's first piece, ROOT (`[CLS]`, position 0) first: `first[word]`, word 0..n."""
+    first = [0] * (length + 1)
+    for position in reversed(range(len(word_ids))):
+        if word_ids[position] is not None:
+            first[word_ids[position] + 1] = position
+    return first
+
+
+# Copied from hf_structure.layers.too_many_pieces
+def too_many_pieces(count: int, max_pieces: int) -> str:
+    """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
+    return f"{count} word pieces; this model reads at most {max_pieces}"
+
+
+# Copied from hf_structure.layers.encode_word_pieces
+def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
+    """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
+    `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
+    P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
+    character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
+    than `max_pieces` pieces."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+    sentences = [list(words) for words in sentences]
+    # verbose=False: the length is checked below, in the caller's terms, without transformers' "indexing errors".
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
+    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
+        sentences = [
+            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
+        ]
+        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
+        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    piece_counts = encoded["attention_mask"].sum(-1).tolist()
+    for index, count in enumerate(piece_counts):
+        if count > max_pieces:
+            raise ValueError(f"sentence {index}: {too_many_pieces(count, max_pieces)}")
+    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
+    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
+        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
+    return {
+        "input_ids": encoded["input_ids"],
+        "attention_mask": encoded["attention_mask"],
+        "first_pieces": first_pieces,
+        "lengths": torch.tensor([len(words) for words in sentences]),
+    }
+
+
+# Copied from hf_structure.layers.word_piece_length_error
+def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
+    """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
+    and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
+    before batching, so that its error names the caller's item rather than a position in a batch."""
+    count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
+    return too_many_pieces(count, max_pieces) if count > max_pieces else None
+
+
+# Copied from hf_structure.structs.transitions: SHIFT, LEFT_ARC, RIGHT_ARC, SWAP
+SHIFT, LEFT_ARC, RIGHT_ARC, SWAP = 0, 1, 2, 3
+
+
+# Copied from hf_structure.structs.transitions.SwapConfiguration
+class SwapConfiguration:
+    """A parser configuration of an n-word sentence; `heads[i]`/`labels[i]` of word i (index 0 unused) are -1/None
+    until its arc is built."""
+
+    def __init__(self, length: int):
+        self.stack = [0]
+        self.buffer = list(range(1, length + 1))
+        self.heads = [-1] * (length + 1)
+        self.labels = [None] * (length + 1)
+
+    def is_terminal(self) -> bool:
+        return not self.buffer and len(self.stack) == 1
+
+    def legal_actions(self) -> list[bool]:
+        """Which of SHIFT, LEFT_ARC, RIGHT_ARC, SWAP may apply. ROOT takes its one dependent last (so the tree has
+        a single root), and a SWAP needs s1 before s0 in the sentence, so no pair is swapped twice and parsing ends."""
+        if len(self.stack) < 2:
+            return [bool(self.buffer), False, False, False]
+        s1 = self.stack[-2]
+        return [
+            bool(self.buffer),
+            s1 != 0,
+            s1 != 0 or not self.buffer,
+            0 < s1 < self.stack[-1],
+        ]
+
+    def apply(self, action: int, label=None) -> None:
+        if not self.legal_actions()[action]:
+            raise ValueError(f"action {action} is not legal in stack {self.stack}, buffer {self.buffer[:3]}...")
+        if action == SHIFT:
+            self.stack.append(self.buffer.pop(0))
+        elif action == SWAP:
+            self.buffer.insert(0, self.stack.pop(-2))
+        else:
+            s0 = self.stack.pop()
+            s1 = self.stack.pop()
+            head, dependent = (s0, s1) if action == LEFT_ARC else (s1, s0)
+            self.heads[dependent], self.labels[dependent] = head, label
+            self.stack.append(head)
 
 
 __all__ = ["G2GTrForParsing", "G2GTrOutput", "G2GTrPreTrainedModel"]

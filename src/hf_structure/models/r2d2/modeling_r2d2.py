@@ -34,105 +34,6 @@ from transformers.utils import ModelOutput
 from .configuration_r2d2 import R2D2Config
 
 
-# Copied from hf_structure.data.tokenization.encode_words
-def encode_words(sentences, tokenizer, max_words: int):
-    """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
-    `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
-    `max_words`, or not one token per word. Self-contained: word-level models' generated Hub code carries it."""
-    for index, words in enumerate(sentences):
-        if not words:
-            raise ValueError(f"sentence {index}: no word")
-        if len(words) > max_words:
-            raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {max_words}")
-    encoded = tokenizer(
-        [list(words) for words in sentences],
-        is_split_into_words=True,
-        padding=True,
-        return_tensors="pt",
-        return_token_type_ids=False,
-    )
-    for index, (words, length) in enumerate(zip(sentences, encoded["attention_mask"].sum(dim=-1).tolist())):
-        if length != len(words):
-            raise ValueError(
-                f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
-                "one token per word"
-            )
-    return encoded
-
-
-# Copied from hf_structure.layers.BlockwiseCrossEntropy
-class BlockwiseCrossEntropy(torch.autograd.Function):
-    """`F.cross_entropy(logits.float(), labels)` (the mean), a block of rows at a time: a block's float32 values exist
-    only while it is processed. With `with_grad` the forward pass also writes the gradient (softmax minus one-hot,
-    over N, cast to the logits' dtype) from the same exponentials, so that the backward pass computes none; it
-    scales that gradient by the loss's own gradient where that is not 1 (a loss divided for gradient accumulation:
-    one more rounding). The same values as the whole-tensor computation, up to float32 rounding."""
-
-    block_rows = 64  # a block of a 10k-word vocabulary in float32 (2.5 MB) stays in cache
-
-    @staticmethod
-    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, with_grad: bool = True) -> torch.Tensor:
-        compute = torch.promote_types(logits.dtype, torch.float32)
-        log_normalizers = torch.empty(len(logits), dtype=compute, device=logits.device)
-        grad = torch.empty_like(logits) if with_grad else None
-        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
-            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
-            # copy=True: with wide logits `.to` would return the input itself, which must stay intact.
-            exponentials = logits[block].to(compute, copy=True)
-            maxima = exponentials.amax(dim=-1, keepdim=True)
-            sums = exponentials.sub_(maxima).exp_().sum(dim=-1, keepdim=True)
-            log_normalizers[block] = (maxima + sums.log()).squeeze(1)
-            if with_grad:
-                probabilities = exponentials.div_(sums)
-                probabilities[torch.arange(len(probabilities), device=logits.device), labels[block]] -= 1
-                grad[block] = probabilities.div_(len(logits))
-        if with_grad:
-            ctx.save_for_backward(grad)
-        return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
-
-    @staticmethod
-    def backward(ctx, grad_loss: torch.Tensor):
-        (grad,) = ctx.saved_tensors
-        # Checked on CPU only, where reading the value costs nothing; elsewhere always scaled.
-        if grad_loss.device.type != "cpu" or grad_loss.item() != 1:
-            grad = (grad.to(grad_loss.dtype) * grad_loss).to(grad.dtype)
-        return grad, None, None
-
-
-# Copied from hf_structure.layers.masked_lm_cross_entropy
-def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of `logits` `(N, V)` against `labels` `(N,)`, computed in float32 or wider.
-
-    Low-precision logits (under bf16 autocast) go through `BlockwiseCrossEntropy`, which never builds the float32
-    copy of the whole `(N, V)` tensor nor its gradient: on CPU those copies and passes cost about a tenth of a bf16
-    training step."""
-    if logits.dtype in (torch.float16, torch.bfloat16):
-        return BlockwiseCrossEntropy.apply(logits, labels, torch.is_grad_enabled() and logits.requires_grad)
-    return F.cross_entropy(logits, labels)
-
-
-# Copied from hf_structure.layers.random_keep_mask
-def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
-
-    Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard
-    statistical test batteries), seeded by one draw of torch's generator, so that `torch.manual_seed` and a
-    checkpoint's saved RNG state reproduce the masks. The number splits into two 32-bit integers uniform over all
-    2^32 values; an entry drops when it falls among the lowest round(p 2^32). The drop probability is p to within
-    2^-33, finer than torch's own dropout, which compares float32 uniforms with p. On CPU torch draws its random
-    numbers on one thread: its per-element Bernoulli draws took a quarter of a two-thread bf16 step, and even its
-    64-bit `random_` is three times slower than numpy's generators (SFC64 is 25% faster than PCG64; drawing on a
-    second thread gained nothing, as torch's own threads hold both cores). The mask is returned as numbers rather
-    than booleans because on CPU `x * keep` is about six times faster than `x.masked_fill(drop, 0)` and than
-    bool-to-float casts (both take a slow mixed-dtype path), while uint8-to-float is fast.
-    """
-    count = math.prod(shape)
-    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
-    numbers = torch.from_numpy(np.random.SFC64(seed).random_raw((count + 1) // 2).view(np.int32))
-    keep = numbers[:count].view(shape) >= round(p * 2**32) - 2**31
-    return keep.view(torch.uint8).to(device=device, dtype=dtype)
-
-
 # Copied from hf_structure.structs.pruned_chart.ChartEncoding
 @dataclass
 class ChartEncoding:
@@ -161,502 +62,6 @@ class ChartEncoding:
     compositions: torch.Tensor
     node_split_candidates: torch.Tensor
     node_split_scores: torch.Tensor
-
-
-# Copied from hf_structure.structs.merge_orders.check_merge_order
-def check_merge_order(merge_order: torch.Tensor, lengths: torch.Tensor) -> None:
-    """Raise ValueError naming the first sentence whose merge order does not hold each of its splits exactly once
-    (then -1 padding)."""
-    num_splits = merge_order.size(1)
-    positions = torch.arange(num_splits, device=merge_order.device)
-    real = positions[None, :] < (lengths[:, None] - 1)
-    ascending = torch.where(real, merge_order, num_splits).sort(dim=-1).values
-    wrong = ~torch.where(real, ascending == positions, merge_order == -1).all(-1)
-    if wrong.any():
-        b = int(wrong.nonzero()[0])
-        raise ValueError(
-            f"sentence {b}: the merge order {merge_order[b].tolist()} is not a permutation of its "
-            f"{int(lengths[b]) - 1} splits followed by -1"
-        )
-
-
-# Copied from hf_structure.structs.merge_orders.split_spans
-def split_spans(merge_order: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """`(first, last)`, each `(B, n - 1)` and indexed by split position: the first and last word of the node each
-    split makes. The node of split k reaches left up to the nearest split merged after k, and right likewise."""
-    batch_size, num_splits = merge_order.shape
-    device = merge_order.device
-    positions = torch.arange(num_splits, device=device)
-    real = positions[None, :] < (lengths[:, None] - 1)
-    if num_splits == 0:
-        return merge_order.clone(), merge_order.clone()
-    # rank[b, k]: when split k merges; padding entries go to a spare last column, and padding splits merge last.
-    rank = torch.full((batch_size, num_splits + 1), num_splits, dtype=torch.long, device=device)
-    rank.scatter_(1, torch.where(real, merge_order, num_splits), positions.expand(batch_size, -1).clone())
-    rank = rank[:, :num_splits].masked_fill(~real, num_splits)
-    later = rank[:, None, :] > rank[:, :, None]  # [b, k, j]: split j merges after split k
-    before = positions[None, :] < positions[:, None]  # [k, j]: j < k
-    left_bound = torch.where(later & before, positions, -1).amax(-1)  # the nearest later split on the left
-    right_bound = torch.where(later & ~before & (positions[None, :] != positions[:, None]), positions, num_splits)
-    right_bound = right_bound.amin(-1).minimum(lengths[:, None] - 1)
-    return left_bound + 1, right_bound
-
-
-# Copied from hf_structure.structs.merge_orders.encode_along_merges
-def encode_along_merges(
-    leaves: torch.Tensor,
-    lengths: torch.Tensor,
-    merge_order: torch.Tensor,
-    compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
-) -> ChartEncoding:
-    """Fast-R2D2's forced encoding: compose only along the tree of `merge_order`, n - 1 compositions a sentence,
-    every node whose children are ready (one level of the tree, over the whole batch) in one `compose` call.
-
-    Args:
-        leaves: `(B, n, d)` word representations.
-        lengths: `(B,)` words per sentence, at least 1.
-        merge_order: `(B, n - 1)` split positions, each after every split inside its node (see the module).
-        compose: as in `encode_pruned_chart`.
-
-    Returns the nodes as a `ChartEncoding` with one split per node (its only candidate, scored by its log p~):
-    `node_log_p` sums the composition log-probabilities of the node's subtree, and `node_of_span` holds the tree's
-    spans only.
-    """
-    batch_size, n, dim = leaves.shape
-    device = leaves.device
-    batch = torch.arange(batch_size, device=device)
-    positions = torch.arange(n, device=device)
-    lengths = lengths.to(device)
-    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
-    real_word = positions[None, :] < lengths[:, None]
-    node_of_span[:, positions, positions] = torch.where(real_word, batch[:, None] * n + positions, -1)
-    node_span = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
-    node_splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
-    states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
-    next_id = batch_size * n
-
-    check_merge_order(merge_order, lengths)
-    first, last = split_spans(merge_order, lengths)
-    splits = positions[: n - 1]
-    pending = splits[None, :] < (lengths[:, None] - 1)
-    while pending.any():
-        left_ids = node_of_span[batch[:, None], first, splits[None, :]]
-        right_ids = node_of_span[batch[:, None], (splits + 1)[None, :], last]
-        ready = pending & (left_ids >= 0) & (right_ids >= 0)
-        rows, at = ready.nonzero(as_tuple=True)
-        all_states, all_log_p = torch.cat(states), torch.cat(log_p)
-        left, right = left_ids[rows, at], right_ids[rows, at]
-        composed, composition_log_p = compose(all_states[left], all_states[right])
-        new_ids = torch.arange(next_id, next_id + len(rows), device=device)
-        next_id += len(rows)
-        states.append(composed.to(leaves.dtype))
-        log_p.append((composition_log_p + all_log_p[left] + all_log_p[right]).to(leaves.dtype))
-        node_span.append(torch.stack([first[rows, at], last[rows, at]], dim=-1))
-        node_splits.append(at)
-        node_of_span[rows, first[rows, at], last[rows, at]] = new_ids
-        pending = pending & ~ready
-
-    node_split, node_log_p = torch.cat(node_splits), torch.cat(log_p)
-    return ChartEncoding(
-        node_states=torch.cat(states),
-        node_log_p=node_log_p,
-        node_span=torch.cat(node_span),
-        node_split=node_split,
-        node_of_span=node_of_span,
-        roots=node_of_span[batch, 0, lengths - 1],
-        compositions=(lengths - 1).clamp(min=0),
-        node_split_candidates=node_split[:, None],
-        node_split_scores=node_log_p.detach().float().masked_fill(node_split < 0, float("-inf"))[:, None],
-    )
-
-
-# Copied from hf_structure.structs.merge_orders.merge_order_from_split_scores
-def merge_order_from_split_scores(split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """`(B, n - 1)` split scores (anything past a sentence's last split is ignored) -> the merge order of their
-    tree: the splits by ascending score. Of equal scores the leftmost is the higher node (as `argmax` splits
-    top-down), so it merges last."""
-    batch_size, num_splits = split_scores.shape
-    positions = torch.arange(num_splits, device=split_scores.device)
-    real = positions[None, :] < (lengths[:, None] - 1)
-    keys = split_scores.detach().float().masked_fill(~real, float("inf"))
-    # A stable sort of the splits taken right to left puts the rightmost of equal scores first.
-    order = num_splits - 1 - torch.sort(keys.flip(-1), dim=-1, stable=True).indices
-    return order.masked_fill(~real, -1)
-
-
-# Copied from hf_structure.structs.merge_orders.sample_chart_trees
-def sample_chart_trees(
-    chart: ChartEncoding, num_samples: int, temperature: float = 1.0
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Draw `num_samples` trees per sentence from a chart's tree distribution, top-down: at each node, a split among
-    the cell's candidates with probability softmax(candidate scores / temperature), then the two children, as
-    Fast-R2D2 draws the parser's training targets. Temperature 0 takes the best candidate at each node: the chart's
-    best tree (drawn once: more draws would repeat it).
-
-    Args:
-        chart: the chart (its node spans, split candidates and their scores, `node_of_span`, `roots`).
-        num_samples: trees per sentence (1 at temperature 0).
-        temperature: >= 0; above 1 flattens the chart's split distributions, below 1 sharpens them.
-
-    Returns `(sentence, first, last, split)`, four `(T,)` tensors: every internal node of every drawn tree, with the
-    word it splits after.
-    """
-    if temperature < 0:
-        raise ValueError(f"the temperature must be >= 0, got {temperature}")
-    num_samples = 1 if temperature == 0 else num_samples
-    batch_size = chart.roots.size(0)
-    device = chart.roots.device
-    sentence = torch.arange(batch_size, device=device).repeat_interleave(num_samples)
-    frontier = chart.roots.repeat_interleave(num_samples)
-    found = []
-    while True:
-        first, last = chart.node_span[frontier].unbind(-1)
-        internal = last > first
-        sentence, frontier, first, last = sentence[internal], frontier[internal], first[internal], last[internal]
-        if len(frontier) == 0:
-            break
-        scores = chart.node_split_scores[frontier].masked_fill(chart.node_split_candidates[frontier] < 0, float("-inf"))
-        if temperature == 0:
-            choice = scores.argmax(-1)
-        else:
-            choice = torch.multinomial(torch.softmax(scores / temperature, dim=-1), 1).squeeze(1)
-        split = chart.node_split_candidates[frontier, choice]
-        found.append((sentence, first, last, split))
-        left = chart.node_of_span[sentence, first, split]
-        right = chart.node_of_span[sentence, split + 1, last]
-        sentence = torch.cat([sentence, sentence])
-        frontier = torch.cat([left, right])
-    if not found:
-        return (torch.empty(0, dtype=torch.long),) * 4
-    sentence, first, last, split = (torch.cat(column) for column in zip(*found))
-    return sentence, first, last, split
-
-
-# Copied from hf_structure.structs.merge_orders.split_cross_entropy
-def split_cross_entropy(
-    split_scores: torch.Tensor,
-    sentence: torch.Tensor,
-    first: torch.Tensor,
-    last: torch.Tensor,
-    split: torch.Tensor,
-    lengths: torch.Tensor,
-    num_samples: int,
-) -> torch.Tensor:
-    """The top-down parser's loss against trees drawn from the chart (`sample_chart_trees`): at every drawn node,
-    -log softmax over the span's splits (first .. last - 1) of the drawn split's score; summed over a tree, divided by
-    the sentence's length (as the authors' code), averaged over sentences and samples. A Monte-Carlo estimate of the
-    cross-entropy from the chart's tree distribution to the parser's (KL up to the chart's entropy)."""
-    num_splits = split_scores.size(1)
-    positions = torch.arange(num_splits, device=split_scores.device)
-    in_span = (positions[None, :] >= first[:, None]) & (positions[None, :] < last[:, None])
-    node_scores = split_scores[sentence].float().masked_fill(~in_span, float("-inf"))
-    log_p = node_scores.gather(1, split[:, None]).squeeze(1) - torch.logsumexp(node_scores, dim=-1)
-    per_node = -log_p / lengths[sentence].float()
-    return per_node.sum() / (lengths.size(0) * num_samples)
-
-
-# Copied from hf_structure.structs.merge_orders.split_entropy
-def split_entropy(chart: ChartEncoding) -> torch.Tensor:
-    """The mean over the chart's cells with two or more candidate splits of the entropy of softmax(split scores),
-    as a fraction of the uniform distribution's (1: the chart does not prefer any split; 0: one split only)."""
-    is_candidate = chart.node_split_candidates >= 0
-    candidates = is_candidate.sum(-1)
-    cells = candidates > 1
-    if not bool(cells.any()):
-        return chart.node_split_scores.new_zeros((), dtype=torch.float)
-    scores = chart.node_split_scores[cells].float().masked_fill(~is_candidate[cells], float("-inf"))
-    log_p = torch.log_softmax(scores, dim=-1)
-    entropy = -(log_p.exp() * log_p.masked_fill(~is_candidate[cells], 0.0)).sum(-1)
-    return (entropy / candidates[cells].float().log()).mean()
-
-
-# Copied from hf_structure.structs.pruned_chart._choose_merge
-def _choose_merge(
-    split_scores: torch.Tensor, own_log_p: torch.Tensor, terminals: torch.Tensor, top: int
-) -> torch.Tensor:
-    """`(B,)` index of the terminal to merge with its right neighbour (see `encode_pruned_chart`), from the live
-    chart's `(B, width, top + 1, top)` split scores and `(B, width, top + 1)` own composition log p."""
-    batch_size, width, heights, _ = split_scores.shape
-    device = split_scores.device
-    batch = torch.arange(batch_size, device=device)[:, None]
-    positions = torch.arange(width, device=device)
-    best_split = split_scores.argmax(-1)  # (B, width, heights): over the splits that respect the merges so far
-    # Walk the best trees of the top-row cells down to the bigram row; position `width` takes the cells not walked.
-    used = torch.zeros(batch_size, width + 1, heights, dtype=torch.bool, device=device)
-    used[:, :width, top] = positions < (terminals - top)[:, None]
-    for height in range(top, 1, -1):
-        walked = used[:, :width, height]
-        k = best_split[:, :, height]
-        used[batch, torch.where(walked, positions, width), k] = True
-        used[batch, torch.where(walked, positions + k + 1, width), height - 1 - k] = True
-    in_row = positions[: width - 1] < (terminals - 1)[:, None]
-    bigram_log_p = torch.where(in_row, own_log_p[:, : width - 1, 1], float("-inf"))
-    # log(1 - p) of the neighbouring bigrams; a missing neighbour has p = 0.
-    not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
-    score = bigram_log_p + F.pad(not_neighbour[:, :-1], (1, 0)) + F.pad(not_neighbour[:, 1:], (0, 1))
-    score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
-    return score.argmax(-1)
-
-
-# Copied from hf_structure.structs.pruned_chart._choose_merge_2022
-def _choose_merge_2022(split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool) -> torch.Tensor:
-    """`(B,)` index of the terminal to merge with its right neighbour by the 2022 rule (see `encode_pruned_chart`),
-    from the live chart's `(B, width, top + 1, top)` split scores."""
-    batch_size, width, heights, _ = split_scores.shape
-    device = split_scores.device
-    positions = torch.arange(width, device=device)
-    cell_ends = positions[:, None] + torch.arange(heights, device=device)
-    live = cell_ends[None] < terminals[:, None, None]  # (B, width, heights)
-    scores = split_scores.masked_fill(~live[..., None], float("-inf"))
-    # best[b, t * heights + h] = M of cell (t, h); position width * heights onwards takes the pushes of no cell.
-    best = torch.full((batch_size, (width + 1) * heights), float("-inf"), device=device)
-    sink = width * heights
-
-    def push(values: torch.Tensor, starts: torch.Tensor, cell_heights: torch.Tensor) -> None:
-        index = torch.where(torch.isfinite(values) & (starts < width), starts * heights + cell_heights, sink)
-        best.scatter_reduce_(1, index.flatten(1), values.flatten(1), reduce="amax")
-
-    candidates = scores[:, :, top, :top]  # (B, width, top): every candidate of every top-row cell
-    best[:, top : width * heights : heights] = candidates.amax(-1)
-    k = torch.arange(top, device=device)
-    push(candidates, positions[:, None].expand(-1, top).expand(batch_size, -1, -1), k.expand(batch_size, width, -1))
-    push(
-        candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1), (top - 1 - k).expand(batch_size, width, -1)
-    )
-    for height in range(top - 1, 1, -1):  # down the best splits; a bigram's children are terminals
-        values = best[:, height : width * heights : heights]
-        k = scores[:, :, height, :height].argmax(-1)
-        push(values, positions.expand(batch_size, -1), k)
-        push(values, positions + k + 1, height - 1 - k)
-    best = best[:, : width * heights].view(batch_size, width, heights)
-    # L[t]: cells (t - i, i) end at t; R[t]: cells (t, i) start at t; i = 1 .. top.
-    left = torch.stack([F.pad(best[:, : width - i, i], (i, 0), value=float("-inf")) for i in range(1, top + 1)])
-    right = best[:, :, 1:].amax(-1)
-    not_left = torch.log((1 - left.amax(0).exp()).clamp(min=1e-4))
-    not_right = torch.log((1 - right.exp()).clamp(min=1e-4))
-    score = (best[:, : width - 1, 1] + torch.minimum(not_left[:, : width - 1], not_right[:, 1:])).clamp(min=-9999.0)
-    if noise:
-        score = score - torch.empty_like(score).exponential_().log()
-    in_row = positions[: width - 1] < (terminals - 1)[:, None]
-    return score.masked_fill(~in_row, float("-inf")).argmax(-1)
-
-
-# Copied from hf_structure.structs.pruned_chart.encode_pruned_chart
-def encode_pruned_chart(
-    leaves: torch.Tensor,
-    lengths: torch.Tensor,
-    compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
-    choose_split: Callable[[torch.Tensor], torch.Tensor],
-    window: int,
-    merge_order: torch.Tensor | None = None,
-    merge_rule: str = "2021",
-    merge_noise: bool = False,
-) -> ChartEncoding:
-    """Encode sentences bottom-up along the pruned chart.
-
-    Args:
-        leaves: `(B, n, d)` word representations (padding after each sentence's `lengths[b]` words).
-        lengths: `(B,)` words per sentence, at least 1.
-        compose: `(left (C, d), right (C, d)) -> (states (C, d), log_p (C,))`, the composition function with its
-            log-probability of composing left and right.
-        choose_split: `(C, k)` scores of the k splits of C cells -> `(C, k)` weights of one split per cell (one-hot
-            at evaluation; a straight-through Gumbel sample in training). A cell is the weighted sum over its splits.
-        window: the number of chart rows filled as in CKY (the paper's m). With `window >= n - 1` nothing is pruned
-            and the chart is plain CKY.
-        merge_order: `(B, n - 1)` Fast-R2D2's merges: each sentence's split positions (split k lies between words k
-            and k + 1), a permutation of its splits padded with -1 (see `merge_orders`). The chart's i-th merge
-            joins the terminals on both sides of the sentence's i-th split, instead of the paper's rule; the merges
-            a window leaves to the chart's top rows are not taken from it.
-        merge_rule: without `merge_order`, the rule that picks the next merge: `"2021"` (the paper's, below) or
-            `"2022"` (the authors' later code, below).
-        merge_noise: with the 2022 rule, add standard Gumbel noise to the bigram scores before the argmax, so that
-            the merge is drawn (training, as the authors' code).
-
-    Cell scores follow the paper: the log p~ of a split is its composition log p plus its children's log p~. A node
-    that has been merged into a terminal passes its log p~ on detached, as the authors' code does. The merge rule
-    (the paper's Algorithm 2): among the bigram cells of the current terminals used by the best trees (highest
-    score over splits that respect the merges so far) of the top-row cells, merge the one maximising
-    log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)). The 2022 rule (the
-    authors' Fast-R2D2 code, `gather_bigram_score`) scores each cell by M, the best score of a top-row cell's
-    candidate tree that contains it (a candidate split of a top-row cell, then its children's best splits down);
-    it merges the bigram of terminals t, t + 1 maximising M(bigram) + min(log(1 - exp L), log(1 - exp R)), L the
-    highest M of a cell ending at t and starting before it, R of one starting at t + 1 and ending after it.
-
-    Only the live chart is kept in tables: cell `(t, h)` of sentence b covers its current terminals t .. t + h
-    (h <= window), with its node id, state, log p~, own composition log p and the scores of its h splits. A merge
-    re-indexes these tables by one gather each and leaves exactly the top-row cells over the merged terminal empty:
-    those are the cells to build, so no lookup decides what is missing.
-    """
-    if merge_rule not in ("2021", "2022"):
-        raise ValueError(f"merge_rule must be '2021' or '2022', got {merge_rule!r}")
-    batch_size, n, dim = leaves.shape
-    device = leaves.device
-    lengths = lengths.to(device)
-    top = min(window, n - 1)  # the highest row of the live chart
-    heights = top + 1
-    batch = torch.arange(batch_size, device=device)
-    positions = torch.arange(n, device=device)
-    rows_of_cells = torch.arange(heights, device=device)
-    splits_of_cells = torch.arange(max(top, 1), device=device)
-    beyond_height = splits_of_cells >= rows_of_cells[:, None]  # (heights, top): split k of a cell of height h
-    # Split k of cell (t, h) has the left child (t, k) and the right child (t + k + 1, h - 1 - k): in a table
-    # flattened to positions t * heights + h, `child_offsets[h]` (2, 1, h) is [left children, right ones] - t * heights.
-    # The left child of the first split and the right child of the last are terminals: a merged terminal passes its
-    # score on detached (a leaf's is 0); `terminal_child[h]` (2, 1, h) marks them.
-    child_offsets, terminal_child = [], []
-    for h in range(heights):
-        k = splits_of_cells[:h]
-        child_offsets.append(torch.stack([k, (k + 1) * heights + h - 1 - k])[:, None])
-        terminal_child.append(torch.stack([k == 0, k == h - 1])[:, None])
-    real = positions[None, :] < lengths[:, None]
-    leaf_ids = batch[:, None] * n + positions
-
-    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
-    node_of_span[:, positions, positions] = torch.where(real, leaf_ids, -1)
-    states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
-    spans = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
-    splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
-    candidate_splits = [torch.full((batch_size * n, max(top, 1)), -1, dtype=torch.long, device=device)]
-    candidate_scores = [torch.full((batch_size * n, max(top, 1)), float("-inf"), device=device)]
-    next_id = batch_size * n
-    compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
-
-    # The live chart over the current terminals; terminal t covers words term_first[b, t] .. term_last[b, t].
-    width = n  # table positions: at least the most terminals any sentence has
-    cell_node = torch.full((batch_size, n, heights), -1, dtype=torch.long, device=device)
-    cell_node[:, :, 0] = leaf_ids
-    cell_state = F.pad(leaves[:, :, None], (0, 0, 0, top))
-    cell_log_p = leaves.new_zeros(batch_size, n, heights)
-    cell_own_log_p = torch.zeros(batch_size, n, heights, device=device)
-    cell_split_scores = torch.full((batch_size, n, heights, max(top, 1)), float("-inf"), device=device)
-    term_first, term_last = positions.repeat(batch_size, 1), positions.repeat(batch_size, 1)
-
-    def build(rows: torch.Tensor, starts: torch.Tensor, height: int) -> None:
-        """Compose cells (starts[c], height) of sentences rows[c] over their splits and store them."""
-        nonlocal next_id, compositions
-        count = len(rows)
-        first_position = starts * heights
-        children = first_position[:, None] + child_offsets[height]  # (2, C, height)
-        sentence = rows[:, None]
-        children_states = cell_state.view(batch_size, -1, dim)[sentence, children]
-        children_log_p = cell_log_p.view(batch_size, -1)[sentence, children]
-        children_log_p = torch.where(terminal_child[height], children_log_p.detach(), children_log_p)
-        composed, composition_log_p = compose(children_states[0].flatten(0, 1), children_states[1].flatten(0, 1))
-        composition_log_p = composition_log_p.view(count, height)
-        scores = composition_log_p + children_log_p[0] + children_log_p[1]
-        weights = choose_split(scores)
-        new_states = (weights[..., None] * composed.view(count, height, dim)).sum(1).to(leaves.dtype)
-        new_log_p = (weights * scores).sum(1).to(leaves.dtype)
-        chosen = weights.detach().argmax(-1, keepdim=True)
-
-        new_ids = torch.arange(next_id, next_id + count, device=device)
-        next_id += count
-        position = first_position + height
-        cell_node.view(batch_size, -1)[rows, position] = new_ids
-        cell_state.view(batch_size, -1, dim)[rows, position] = new_states
-        cell_log_p.view(batch_size, -1)[rows, position] = new_log_p
-        own_log_p = composition_log_p.detach().float().gather(1, chosen).squeeze(1)
-        cell_own_log_p.view(batch_size, -1)[rows, position] = own_log_p
-        cell_split_scores.view(batch_size, -1, len(splits_of_cells))[rows, position, :height] = scores.detach().float()
-        first_word, last_word = term_first[rows, starts], term_last[rows, starts + height]
-        node_of_span[rows, first_word, last_word] = new_ids
-        states.append(new_states)
-        log_p.append(new_log_p)
-        spans.append(torch.stack([first_word, last_word], 1))
-        splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
-        padding = (0, len(splits_of_cells) - height)
-        candidate_splits.append(
-            F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding, value=-1)
-        )
-        candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
-        compositions += torch.bincount(rows, minlength=batch_size) * height
-
-    # The lowest rows, as in CKY.
-    for height in range(1, top + 1):
-        rows, starts = (positions[None, : n - height] < (lengths - height)[:, None]).nonzero(as_tuple=True)
-        if len(rows) == 0:
-            break
-        build(rows, starts, height)
-
-    # Merges: every sentence with more than top + 1 terminals merges two of them, then builds the new top-row cells.
-    terminals = lengths.clone()
-    for _ in range(int(lengths.max()) - top - 1):
-        merging = terminals > top + 1
-        if merge_order is None and merge_rule == "2022":
-            at = _choose_merge_2022(cell_split_scores, terminals, top, merge_noise)
-        elif merge_order is None:
-            at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
-        else:  # the terminal that ends at the sentence's next split
-            split = merge_order[batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
-            at = (term_last[:, :width] == split[:, None]).long().argmax(-1)
-        at = torch.where(merging, at, n + top)  # beyond every cell: the tables stay as they are
-        terminals = terminals - merging.long()
-        width -= 1  # the longest sentences merge at every step
-        start = positions[:width, None]
-        merged = at[:, None, None]
-        # Cell (t, h) over the new terminals was cell (t, h + 1) if it covers the merged terminal (with one split
-        # less: the one between the two merged terminals), cell (t + 1, h) if it starts after it, else cell (t, h).
-        # Cells of the top row over the merged terminal had no old cell: they are built below.
-        covers_merge = (start <= merged) & (merged <= start + rows_of_cells)  # (B, width, heights)
-        source = (start + (start > merged)) * heights + (rows_of_cells + covers_merge).clamp(max=top)
-        num_splits = len(splits_of_cells)
-        removed_or_after = covers_merge[..., None] & (splits_of_cells >= (merged - start)[..., None])
-        split_source = source[..., None] * num_splits + (splits_of_cells + removed_or_after).clamp(max=num_splits - 1)
-        source = source.flatten(1)
-        cell_node = cell_node.flatten(1).gather(1, source).view(batch_size, width, heights)
-        state_source = source[..., None].expand(-1, -1, dim)
-        cell_state = cell_state.flatten(1, 2).gather(1, state_source).view(batch_size, width, heights, dim)
-        cell_log_p = cell_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
-        cell_own_log_p = cell_own_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
-        cell_split_scores = cell_split_scores.flatten(1).gather(1, split_source.flatten(1)).view(split_source.shape)
-        cell_split_scores = cell_split_scores.masked_fill(beyond_height, float("-inf"))
-        term_first = term_first.gather(1, positions[:width] + (positions[:width] > at[:, None]))
-        term_last = term_last.gather(1, positions[:width] + (positions[:width] >= at[:, None]))
-
-        starts = at[:, None] - top + rows_of_cells  # the top-row cells over the merged terminal
-        rows, slot = ((starts >= 0) & (starts + top < terminals[:, None])).nonzero(as_tuple=True)
-        build(rows, starts[rows, slot], top)
-
-    return ChartEncoding(
-        node_states=torch.cat(states),
-        node_log_p=torch.cat(log_p),
-        node_span=torch.cat(spans),
-        node_split=torch.cat(splits),
-        node_of_span=node_of_span,
-        roots=node_of_span[batch, 0, lengths - 1],
-        compositions=compositions,
-        node_split_candidates=torch.cat(candidate_splits),
-        node_split_scores=torch.cat(candidate_scores),
-    )
-
-
-# Copied from hf_structure.structs.trees.distances_to_spans
-def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
-    """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
-    `(start, end)` spans, end exclusive, root first (then each left subtree before its right), words (length-1 spans)
-    included. Ties go to the leftmost split, as `argmax` does.
-
-    The tree is the splits' Cartesian tree, built left to right with a stack in O(n) (searching each span for its
-    largest split is O(n^2) on skewed trees): a split's left child is the last split it pops, and it becomes the
-    right child of the split left on the stack; a split pops only strictly smaller ones, so of equal splits the
-    leftmost ends on top."""
-    left, right = [-1] * len(distances), [-1] * len(distances)
-    stack: list[int] = []
-    for split, distance in enumerate(distances):
-        while stack and distances[stack[-1]] < distance:
-            left[split] = stack.pop()
-        if stack:
-            right[stack[-1]] = split
-        stack.append(split)
-    spans = []
-    pending = [(stack[0] if stack else -1, 0, len(distances) + 1)]  # (split at the top of the span or -1, span)
-    while pending:
-        split, start, end = pending.pop()
-        spans.append((start, end))
-        if split >= 0:
-            pending.append((right[split], split + 1, end))
-            pending.append((left[split], start, split + 1))
-    return spans
 
 
 # Rows of `R2D2Model.special_embeddings`.
@@ -1195,6 +600,605 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     def parse(self, sentences: list[list[str]], tokenizer, tree_decoding: str | None = None) -> list[dict]:
         """See `R2D2Model.parse`."""
         return self.r2d2.parse(sentences, tokenizer, tree_decoding)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
+
+
+# Copied from hf_structure.data.tokenization.encode_words
+def encode_words(sentences, tokenizer, max_words: int):
+    """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
+    `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
+    `max_words`, or not one token per word. Self-contained: word-level models' generated Hub code carries it."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+        if len(words) > max_words:
+            raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {max_words}")
+    encoded = tokenizer(
+        [list(words) for words in sentences],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    )
+    for index, (words, length) in enumerate(zip(sentences, encoded["attention_mask"].sum(dim=-1).tolist())):
+        if length != len(words):
+            raise ValueError(
+                f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
+                "one token per word"
+            )
+    return encoded
+
+
+# Copied from hf_structure.layers.BlockwiseCrossEntropy
+class BlockwiseCrossEntropy(torch.autograd.Function):
+    """`F.cross_entropy(logits.float(), labels)` (the mean), a block of rows at a time: a block's float32 values exist
+    only while it is processed. With `with_grad` the forward pass also writes the gradient (softmax minus one-hot,
+    over N, cast to the logits' dtype) from the same exponentials, so that the backward pass computes none; it
+    scales that gradient by the loss's own gradient where that is not 1 (a loss divided for gradient accumulation:
+    one more rounding). The same values as the whole-tensor computation, up to float32 rounding."""
+
+    block_rows = 64  # a block of a 10k-word vocabulary in float32 (2.5 MB) stays in cache
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, with_grad: bool = True) -> torch.Tensor:
+        compute = torch.promote_types(logits.dtype, torch.float32)
+        log_normalizers = torch.empty(len(logits), dtype=compute, device=logits.device)
+        grad = torch.empty_like(logits) if with_grad else None
+        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
+            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
+            # copy=True: with wide logits `.to` would return the input itself, which must stay intact.
+            exponentials = logits[block].to(compute, copy=True)
+            maxima = exponentials.amax(dim=-1, keepdim=True)
+            sums = exponentials.sub_(maxima).exp_().sum(dim=-1, keepdim=True)
+            log_normalizers[block] = (maxima + sums.log()).squeeze(1)
+            if with_grad:
+                probabilities = exponentials.div_(sums)
+                probabilities[torch.arange(len(probabilities), device=logits.device), labels[block]] -= 1
+                grad[block] = probabilities.div_(len(logits))
+        if with_grad:
+            ctx.save_for_backward(grad)
+        return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor):
+        (grad,) = ctx.saved_tensors
+        # Checked on CPU only, where reading the value costs nothing; elsewhere always scaled.
+        if grad_loss.device.type != "cpu" or grad_loss.item() != 1:
+            grad = (grad.to(grad_loss.dtype) * grad_loss).to(grad.dtype)
+        return grad, None, None
+
+
+# Copied from hf_structure.layers.masked_lm_cross_entropy
+def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of `logits` `(N, V)` against `labels` `(N,)`, computed in float32 or wider.
+
+    Low-precision logits (under bf16 autocast) go through `BlockwiseCrossEntropy`, which never builds the float32
+    copy of the whole `(N, V)` tensor nor its gradient: on CPU those copies and passes cost about a tenth of a bf16
+    training step."""
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        return BlockwiseCrossEntropy.apply(logits, labels, torch.is_grad_enabled() and logits.requires_grad)
+    return F.cross_entropy(logits, labels)
+
+
+# Copied from hf_structure.layers.random_keep_mask
+def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
+
+    Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard
+    statistical test batteries), seeded by one draw of torch's generator, so that `torch.manual_seed` and a
+    checkpoint's saved RNG state reproduce the masks. The number splits into two 32-bit integers uniform over all
+    2^32 values; an entry drops when it falls among the lowest round(p 2^32). The drop probability is p to within
+    2^-33, finer than torch's own dropout, which compares float32 uniforms with p. On CPU torch draws its random
+    numbers on one thread: its per-element Bernoulli draws took a quarter of a two-thread bf16 step, and even its
+    64-bit `random_` is three times slower than numpy's generators (SFC64 is 25% faster than PCG64; drawing on a
+    second thread gained nothing, as torch's own threads hold both cores). The mask is returned as numbers rather
+    than booleans because on CPU `x * keep` is about six times faster than `x.masked_fill(drop, 0)` and than
+    bool-to-float casts (both take a slow mixed-dtype path), while uint8-to-float is fast.
+    """
+    count = math.prod(shape)
+    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    numbers = torch.from_numpy(np.random.SFC64(seed).random_raw((count + 1) // 2).view(np.int32))
+    keep = numbers[:count].view(shape) >= round(p * 2**32) - 2**31
+    return keep.view(torch.uint8).to(device=device, dtype=dtype)
+
+
+# Copied from hf_structure.structs.merge_orders.check_merge_order
+def check_merge_order(merge_order: torch.Tensor, lengths: torch.Tensor) -> None:
+    """Raise ValueError naming the first sentence whose merge order does not hold each of its splits exactly once
+    (then -1 padding)."""
+    num_splits = merge_order.size(1)
+    positions = torch.arange(num_splits, device=merge_order.device)
+    real = positions[None, :] < (lengths[:, None] - 1)
+    ascending = torch.where(real, merge_order, num_splits).sort(dim=-1).values
+    wrong = ~torch.where(real, ascending == positions, merge_order == -1).all(-1)
+    if wrong.any():
+        b = int(wrong.nonzero()[0])
+        raise ValueError(
+            f"sentence {b}: the merge order {merge_order[b].tolist()} is not a permutation of its "
+            f"{int(lengths[b]) - 1} splits followed by -1"
+        )
+
+
+# Copied from hf_structure.structs.merge_orders.split_spans
+def split_spans(merge_order: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(first, last)`, each `(B, n - 1)` and indexed by split position: the first and last word of the node each
+    split makes. The node of split k reaches left up to the nearest split merged after k, and right likewise."""
+    batch_size, num_splits = merge_order.shape
+    device = merge_order.device
+    positions = torch.arange(num_splits, device=device)
+    real = positions[None, :] < (lengths[:, None] - 1)
+    if num_splits == 0:
+        return merge_order.clone(), merge_order.clone()
+    # rank[b, k]: when split k merges; padding entries go to a spare last column, and padding splits merge last.
+    rank = torch.full((batch_size, num_splits + 1), num_splits, dtype=torch.long, device=device)
+    rank.scatter_(1, torch.where(real, merge_order, num_splits), positions.expand(batch_size, -1).clone())
+    rank = rank[:, :num_splits].masked_fill(~real, num_splits)
+    later = rank[:, None, :] > rank[:, :, None]  # [b, k, j]: split j merges after split k
+    before = positions[None, :] < positions[:, None]  # [k, j]: j < k
+    left_bound = torch.where(later & before, positions, -1).amax(-1)  # the nearest later split on the left
+    right_bound = torch.where(later & ~before & (positions[None, :] != positions[:, None]), positions, num_splits)
+    right_bound = right_bound.amin(-1).minimum(lengths[:, None] - 1)
+    return left_bound + 1, right_bound
+
+
+# Copied from hf_structure.structs.merge_orders.encode_along_merges
+def encode_along_merges(
+    leaves: torch.Tensor,
+    lengths: torch.Tensor,
+    merge_order: torch.Tensor,
+    compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+) -> ChartEncoding:
+    """Fast-R2D2's forced encoding: compose only along the tree of `merge_order`, n - 1 compositions a sentence,
+    every node whose children are ready (one level of the tree, over the whole batch) in one `compose` call.
+
+    Args:
+        leaves: `(B, n, d)` word representations.
+        lengths: `(B,)` words per sentence, at least 1.
+        merge_order: `(B, n - 1)` split positions, each after every split inside its node (see the module).
+        compose: as in `encode_pruned_chart`.
+
+    Returns the nodes as a `ChartEncoding` with one split per node (its only candidate, scored by its log p~):
+    `node_log_p` sums the composition log-probabilities of the node's subtree, and `node_of_span` holds the tree's
+    spans only.
+    """
+    batch_size, n, dim = leaves.shape
+    device = leaves.device
+    batch = torch.arange(batch_size, device=device)
+    positions = torch.arange(n, device=device)
+    lengths = lengths.to(device)
+    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
+    real_word = positions[None, :] < lengths[:, None]
+    node_of_span[:, positions, positions] = torch.where(real_word, batch[:, None] * n + positions, -1)
+    node_span = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
+    node_splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
+    states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
+    next_id = batch_size * n
+
+    check_merge_order(merge_order, lengths)
+    first, last = split_spans(merge_order, lengths)
+    splits = positions[: n - 1]
+    pending = splits[None, :] < (lengths[:, None] - 1)
+    while pending.any():
+        left_ids = node_of_span[batch[:, None], first, splits[None, :]]
+        right_ids = node_of_span[batch[:, None], (splits + 1)[None, :], last]
+        ready = pending & (left_ids >= 0) & (right_ids >= 0)
+        rows, at = ready.nonzero(as_tuple=True)
+        all_states, all_log_p = torch.cat(states), torch.cat(log_p)
+        left, right = left_ids[rows, at], right_ids[rows, at]
+        composed, composition_log_p = compose(all_states[left], all_states[right])
+        new_ids = torch.arange(next_id, next_id + len(rows), device=device)
+        next_id += len(rows)
+        states.append(composed.to(leaves.dtype))
+        log_p.append((composition_log_p + all_log_p[left] + all_log_p[right]).to(leaves.dtype))
+        node_span.append(torch.stack([first[rows, at], last[rows, at]], dim=-1))
+        node_splits.append(at)
+        node_of_span[rows, first[rows, at], last[rows, at]] = new_ids
+        pending = pending & ~ready
+
+    node_split, node_log_p = torch.cat(node_splits), torch.cat(log_p)
+    return ChartEncoding(
+        node_states=torch.cat(states),
+        node_log_p=node_log_p,
+        node_span=torch.cat(node_span),
+        node_split=node_split,
+        node_of_span=node_of_span,
+        roots=node_of_span[batch, 0, lengths - 1],
+        compositions=(lengths - 1).clamp(min=0),
+        node_split_candidates=node_split[:, None],
+        node_split_scores=node_log_p.detach().float().masked_fill(node_split < 0, float("-inf"))[:, None],
+    )
+
+
+# Copied from hf_structure.structs.merge_orders.merge_order_from_split_scores
+def merge_order_from_split_scores(split_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """`(B, n - 1)` split scores (anything past a sentence's last split is ignored) -> the merge order of their
+    tree: the splits by ascending score. Of equal scores the leftmost is the higher node (as `argmax` splits
+    top-down), so it merges last."""
+    batch_size, num_splits = split_scores.shape
+    positions = torch.arange(num_splits, device=split_scores.device)
+    real = positions[None, :] < (lengths[:, None] - 1)
+    keys = split_scores.detach().float().masked_fill(~real, float("inf"))
+    # A stable sort of the splits taken right to left puts the rightmost of equal scores first.
+    order = num_splits - 1 - torch.sort(keys.flip(-1), dim=-1, stable=True).indices
+    return order.masked_fill(~real, -1)
+
+
+# Copied from hf_structure.structs.merge_orders.sample_chart_trees
+def sample_chart_trees(
+    chart: ChartEncoding, num_samples: int, temperature: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draw `num_samples` trees per sentence from a chart's tree distribution, top-down: at each node, a split among
+    the cell's candidates with probability softmax(candidate scores / temperature), then the two children, as
+    Fast-R2D2 draws the parser's training targets. Temperature 0 takes the best candidate at each node: the chart's
+    best tree (drawn once: more draws would repeat it).
+
+    Args:
+        chart: the chart (its node spans, split candidates and their scores, `node_of_span`, `roots`).
+        num_samples: trees per sentence (1 at temperature 0).
+        temperature: >= 0; above 1 flattens the chart's split distributions, below 1 sharpens them.
+
+    Returns `(sentence, first, last, split)`, four `(T,)` tensors: every internal node of every drawn tree, with the
+    word it splits after.
+    """
+    if temperature < 0:
+        raise ValueError(f"the temperature must be >= 0, got {temperature}")
+    num_samples = 1 if temperature == 0 else num_samples
+    batch_size = chart.roots.size(0)
+    device = chart.roots.device
+    sentence = torch.arange(batch_size, device=device).repeat_interleave(num_samples)
+    frontier = chart.roots.repeat_interleave(num_samples)
+    found = []
+    while True:
+        first, last = chart.node_span[frontier].unbind(-1)
+        internal = last > first
+        sentence, frontier, first, last = sentence[internal], frontier[internal], first[internal], last[internal]
+        if len(frontier) == 0:
+            break
+        scores = chart.node_split_scores[frontier].masked_fill(chart.node_split_candidates[frontier] < 0, float("-inf"))
+        if temperature == 0:
+            choice = scores.argmax(-1)
+        else:
+            choice = torch.multinomial(torch.softmax(scores / temperature, dim=-1), 1).squeeze(1)
+        split = chart.node_split_candidates[frontier, choice]
+        found.append((sentence, first, last, split))
+        left = chart.node_of_span[sentence, first, split]
+        right = chart.node_of_span[sentence, split + 1, last]
+        sentence = torch.cat([sentence, sentence])
+        frontier = torch.cat([left, right])
+    if not found:
+        return (torch.empty(0, dtype=torch.long),) * 4
+    sentence, first, last, split = (torch.cat(column) for column in zip(*found))
+    return sentence, first, last, split
+
+
+# Copied from hf_structure.structs.merge_orders.split_cross_entropy
+def split_cross_entropy(
+    split_scores: torch.Tensor,
+    sentence: torch.Tensor,
+    first: torch.Tensor,
+    last: torch.Tensor,
+    split: torch.Tensor,
+    lengths: torch.Tensor,
+    num_samples: int,
+) -> torch.Tensor:
+    """The top-down parser's loss against trees drawn from the chart (`sample_chart_trees`): at every drawn node,
+    -log softmax over the span's splits (first .. last - 1) of the drawn split's score; summed over a tree, divided by
+    the sentence's length (as the authors' code), averaged over sentences and samples. A Monte-Carlo estimate of the
+    cross-entropy from the chart's tree distribution to the parser's (KL up to the chart's entropy)."""
+    num_splits = split_scores.size(1)
+    positions = torch.arange(num_splits, device=split_scores.device)
+    in_span = (positions[None, :] >= first[:, None]) & (positions[None, :] < last[:, None])
+    node_scores = split_scores[sentence].float().masked_fill(~in_span, float("-inf"))
+    log_p = node_scores.gather(1, split[:, None]).squeeze(1) - torch.logsumexp(node_scores, dim=-1)
+    per_node = -log_p / lengths[sentence].float()
+    return per_node.sum() / (lengths.size(0) * num_samples)
+
+
+# Copied from hf_structure.structs.merge_orders.split_entropy
+def split_entropy(chart: ChartEncoding) -> torch.Tensor:
+    """The mean over the chart's cells with two or more candidate splits of the entropy of softmax(split scores),
+    as a fraction of the uniform distribution's (1: the chart does not prefer any split; 0: one split only)."""
+    is_candidate = chart.node_split_candidates >= 0
+    candidates = is_candidate.sum(-1)
+    cells = candidates > 1
+    if not bool(cells.any()):
+        return chart.node_split_scores.new_zeros((), dtype=torch.float)
+    scores = chart.node_split_scores[cells].float().masked_fill(~is_candidate[cells], float("-inf"))
+    log_p = torch.log_softmax(scores, dim=-1)
+    entropy = -(log_p.exp() * log_p.masked_fill(~is_candidate[cells], 0.0)).sum(-1)
+    return (entropy / candidates[cells].float().log()).mean()
+
+
+# Copied from hf_structure.structs.pruned_chart._choose_merge
+def _choose_merge(
+    split_scores: torch.Tensor, own_log_p: torch.Tensor, terminals: torch.Tensor, top: int
+) -> torch.Tensor:
+    """`(B,)` index of the terminal to merge with its right neighbour (see `encode_pruned_chart`), from the live
+    chart's `(B, width, top + 1, top)` split scores and `(B, width, top + 1)` own composition log p."""
+    batch_size, width, heights, _ = split_scores.shape
+    device = split_scores.device
+    batch = torch.arange(batch_size, device=device)[:, None]
+    positions = torch.arange(width, device=device)
+    best_split = split_scores.argmax(-1)  # (B, width, heights): over the splits that respect the merges so far
+    # Walk the best trees of the top-row cells down to the bigram row; position `width` takes the cells not walked.
+    used = torch.zeros(batch_size, width + 1, heights, dtype=torch.bool, device=device)
+    used[:, :width, top] = positions < (terminals - top)[:, None]
+    for height in range(top, 1, -1):
+        walked = used[:, :width, height]
+        k = best_split[:, :, height]
+        used[batch, torch.where(walked, positions, width), k] = True
+        used[batch, torch.where(walked, positions + k + 1, width), height - 1 - k] = True
+    in_row = positions[: width - 1] < (terminals - 1)[:, None]
+    bigram_log_p = torch.where(in_row, own_log_p[:, : width - 1, 1], float("-inf"))
+    # log(1 - p) of the neighbouring bigrams; a missing neighbour has p = 0.
+    not_neighbour = torch.log((1 - bigram_log_p.exp()).clamp(min=1e-9))
+    score = bigram_log_p + F.pad(not_neighbour[:, :-1], (1, 0)) + F.pad(not_neighbour[:, 1:], (0, 1))
+    score = score.masked_fill(~(in_row & used[:, : width - 1, 1]), float("-inf"))
+    return score.argmax(-1)
+
+
+# Copied from hf_structure.structs.pruned_chart._choose_merge_2022
+def _choose_merge_2022(split_scores: torch.Tensor, terminals: torch.Tensor, top: int, noise: bool) -> torch.Tensor:
+    """`(B,)` index of the terminal to merge with its right neighbour by the 2022 rule (see `encode_pruned_chart`),
+    from the live chart's `(B, width, top + 1, top)` split scores."""
+    batch_size, width, heights, _ = split_scores.shape
+    device = split_scores.device
+    positions = torch.arange(width, device=device)
+    cell_ends = positions[:, None] + torch.arange(heights, device=device)
+    live = cell_ends[None] < terminals[:, None, None]  # (B, width, heights)
+    scores = split_scores.masked_fill(~live[..., None], float("-inf"))
+    # best[b, t * heights + h] = M of cell (t, h); position width * heights onwards takes the pushes of no cell.
+    best = torch.full((batch_size, (width + 1) * heights), float("-inf"), device=device)
+    sink = width * heights
+
+    def push(values: torch.Tensor, starts: torch.Tensor, cell_heights: torch.Tensor) -> None:
+        index = torch.where(torch.isfinite(values) & (starts < width), starts * heights + cell_heights, sink)
+        best.scatter_reduce_(1, index.flatten(1), values.flatten(1), reduce="amax")
+
+    candidates = scores[:, :, top, :top]  # (B, width, top): every candidate of every top-row cell
+    best[:, top : width * heights : heights] = candidates.amax(-1)
+    k = torch.arange(top, device=device)
+    push(candidates, positions[:, None].expand(-1, top).expand(batch_size, -1, -1), k.expand(batch_size, width, -1))
+    push(
+        candidates, (positions[:, None] + k + 1).expand(batch_size, -1, -1), (top - 1 - k).expand(batch_size, width, -1)
+    )
+    for height in range(top - 1, 1, -1):  # down the best splits; a bigram's children are terminals
+        values = best[:, height : width * heights : heights]
+        k = scores[:, :, height, :height].argmax(-1)
+        push(values, positions.expand(batch_size, -1), k)
+        push(values, positions + k + 1, height - 1 - k)
+    best = best[:, : width * heights].view(batch_size, width, heights)
+    # L[t]: cells (t - i, i) end at t; R[t]: cells (t, i) start at t; i = 1 .. top.
+    left = torch.stack([F.pad(best[:, : width - i, i], (i, 0), value=float("-inf")) for i in range(1, top + 1)])
+    right = best[:, :, 1:].amax(-1)
+    not_left = torch.log((1 - left.amax(0).exp()).clamp(min=1e-4))
+    not_right = torch.log((1 - right.exp()).clamp(min=1e-4))
+    score = (best[:, : width - 1, 1] + torch.minimum(not_left[:, : width - 1], not_right[:, 1:])).clamp(min=-9999.0)
+    if noise:
+        score = score - torch.empty_like(score).exponential_().log()
+    in_row = positions[: width - 1] < (terminals - 1)[:, None]
+    return score.masked_fill(~in_row, float("-inf")).argmax(-1)
+
+
+# Copied from hf_structure.structs.pruned_chart.encode_pruned_chart
+def encode_pruned_chart(
+    leaves: torch.Tensor,
+    lengths: torch.Tensor,
+    compose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    choose_split: Callable[[torch.Tensor], torch.Tensor],
+    window: int,
+    merge_order: torch.Tensor | None = None,
+    merge_rule: str = "2021",
+    merge_noise: bool = False,
+) -> ChartEncoding:
+    """Encode sentences bottom-up along the pruned chart.
+
+    Args:
+        leaves: `(B, n, d)` word representations (padding after each sentence's `lengths[b]` words).
+        lengths: `(B,)` words per sentence, at least 1.
+        compose: `(left (C, d), right (C, d)) -> (states (C, d), log_p (C,))`, the composition function with its
+            log-probability of composing left and right.
+        choose_split: `(C, k)` scores of the k splits of C cells -> `(C, k)` weights of one split per cell (one-hot
+            at evaluation; a straight-through Gumbel sample in training). A cell is the weighted sum over its splits.
+        window: the number of chart rows filled as in CKY (the paper's m). With `window >= n - 1` nothing is pruned
+            and the chart is plain CKY.
+        merge_order: `(B, n - 1)` Fast-R2D2's merges: each sentence's split positions (split k lies between words k
+            and k + 1), a permutation of its splits padded with -1 (see `merge_orders`). The chart's i-th merge
+            joins the terminals on both sides of the sentence's i-th split, instead of the paper's rule; the merges
+            a window leaves to the chart's top rows are not taken from it.
+        merge_rule: without `merge_order`, the rule that picks the next merge: `"2021"` (the paper's, below) or
+            `"2022"` (the authors' later code, below).
+        merge_noise: with the 2022 rule, add standard Gumbel noise to the bigram scores before the argmax, so that
+            the merge is drawn (training, as the authors' code).
+
+    Cell scores follow the paper: the log p~ of a split is its composition log p plus its children's log p~. A node
+    that has been merged into a terminal passes its log p~ on detached, as the authors' code does. The merge rule
+    (the paper's Algorithm 2): among the bigram cells of the current terminals used by the best trees (highest
+    score over splits that respect the merges so far) of the top-row cells, merge the one maximising
+    log p(bigram) + log(1 - p(left neighbour bigram)) + log(1 - p(right neighbour bigram)). The 2022 rule (the
+    authors' Fast-R2D2 code, `gather_bigram_score`) scores each cell by M, the best score of a top-row cell's
+    candidate tree that contains it (a candidate split of a top-row cell, then its children's best splits down);
+    it merges the bigram of terminals t, t + 1 maximising M(bigram) + min(log(1 - exp L), log(1 - exp R)), L the
+    highest M of a cell ending at t and starting before it, R of one starting at t + 1 and ending after it.
+
+    Only the live chart is kept in tables: cell `(t, h)` of sentence b covers its current terminals t .. t + h
+    (h <= window), with its node id, state, log p~, own composition log p and the scores of its h splits. A merge
+    re-indexes these tables by one gather each and leaves exactly the top-row cells over the merged terminal empty:
+    those are the cells to build, so no lookup decides what is missing.
+    """
+    if merge_rule not in ("2021", "2022"):
+        raise ValueError(f"merge_rule must be '2021' or '2022', got {merge_rule!r}")
+    batch_size, n, dim = leaves.shape
+    device = leaves.device
+    lengths = lengths.to(device)
+    top = min(window, n - 1)  # the highest row of the live chart
+    heights = top + 1
+    batch = torch.arange(batch_size, device=device)
+    positions = torch.arange(n, device=device)
+    rows_of_cells = torch.arange(heights, device=device)
+    splits_of_cells = torch.arange(max(top, 1), device=device)
+    beyond_height = splits_of_cells >= rows_of_cells[:, None]  # (heights, top): split k of a cell of height h
+    # Split k of cell (t, h) has the left child (t, k) and the right child (t + k + 1, h - 1 - k): in a table
+    # flattened to positions t * heights + h, `child_offsets[h]` (2, 1, h) is [left children, right ones] - t * heights.
+    # The left child of the first split and the right child of the last are terminals: a merged terminal passes its
+    # score on detached (a leaf's is 0); `terminal_child[h]` (2, 1, h) marks them.
+    child_offsets, terminal_child = [], []
+    for h in range(heights):
+        k = splits_of_cells[:h]
+        child_offsets.append(torch.stack([k, (k + 1) * heights + h - 1 - k])[:, None])
+        terminal_child.append(torch.stack([k == 0, k == h - 1])[:, None])
+    real = positions[None, :] < lengths[:, None]
+    leaf_ids = batch[:, None] * n + positions
+
+    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
+    node_of_span[:, positions, positions] = torch.where(real, leaf_ids, -1)
+    states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
+    spans = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
+    splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
+    candidate_splits = [torch.full((batch_size * n, max(top, 1)), -1, dtype=torch.long, device=device)]
+    candidate_scores = [torch.full((batch_size * n, max(top, 1)), float("-inf"), device=device)]
+    next_id = batch_size * n
+    compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
+
+    # The live chart over the current terminals; terminal t covers words term_first[b, t] .. term_last[b, t].
+    width = n  # table positions: at least the most terminals any sentence has
+    cell_node = torch.full((batch_size, n, heights), -1, dtype=torch.long, device=device)
+    cell_node[:, :, 0] = leaf_ids
+    cell_state = F.pad(leaves[:, :, None], (0, 0, 0, top))
+    cell_log_p = leaves.new_zeros(batch_size, n, heights)
+    cell_own_log_p = torch.zeros(batch_size, n, heights, device=device)
+    cell_split_scores = torch.full((batch_size, n, heights, max(top, 1)), float("-inf"), device=device)
+    term_first, term_last = positions.repeat(batch_size, 1), positions.repeat(batch_size, 1)
+
+    def build(rows: torch.Tensor, starts: torch.Tensor, height: int) -> None:
+        """Compose cells (starts[c], height) of sentences rows[c] over their splits and store them."""
+        nonlocal next_id, compositions
+        count = len(rows)
+        first_position = starts * heights
+        children = first_position[:, None] + child_offsets[height]  # (2, C, height)
+        sentence = rows[:, None]
+        children_states = cell_state.view(batch_size, -1, dim)[sentence, children]
+        children_log_p = cell_log_p.view(batch_size, -1)[sentence, children]
+        children_log_p = torch.where(terminal_child[height], children_log_p.detach(), children_log_p)
+        composed, composition_log_p = compose(children_states[0].flatten(0, 1), children_states[1].flatten(0, 1))
+        composition_log_p = composition_log_p.view(count, height)
+        scores = composition_log_p + children_log_p[0] + children_log_p[1]
+        weights = choose_split(scores)
+        new_states = (weights[..., None] * composed.view(count, height, dim)).sum(1).to(leaves.dtype)
+        new_log_p = (weights * scores).sum(1).to(leaves.dtype)
+        chosen = weights.detach().argmax(-1, keepdim=True)
+
+        new_ids = torch.arange(next_id, next_id + count, device=device)
+        next_id += count
+        position = first_position + height
+        cell_node.view(batch_size, -1)[rows, position] = new_ids
+        cell_state.view(batch_size, -1, dim)[rows, position] = new_states
+        cell_log_p.view(batch_size, -1)[rows, position] = new_log_p
+        own_log_p = composition_log_p.detach().float().gather(1, chosen).squeeze(1)
+        cell_own_log_p.view(batch_size, -1)[rows, position] = own_log_p
+        cell_split_scores.view(batch_size, -1, len(splits_of_cells))[rows, position, :height] = scores.detach().float()
+        first_word, last_word = term_first[rows, starts], term_last[rows, starts + height]
+        node_of_span[rows, first_word, last_word] = new_ids
+        states.append(new_states)
+        log_p.append(new_log_p)
+        spans.append(torch.stack([first_word, last_word], 1))
+        splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
+        padding = (0, len(splits_of_cells) - height)
+        candidate_splits.append(
+            F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding, value=-1)
+        )
+        candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
+        compositions += torch.bincount(rows, minlength=batch_size) * height
+
+    # The lowest rows, as in CKY.
+    for height in range(1, top + 1):
+        rows, starts = (positions[None, : n - height] < (lengths - height)[:, None]).nonzero(as_tuple=True)
+        if len(rows) == 0:
+            break
+        build(rows, starts, height)
+
+    # Merges: every sentence with more than top + 1 terminals merges two of them, then builds the new top-row cells.
+    terminals = lengths.clone()
+    for _ in range(int(lengths.max()) - top - 1):
+        merging = terminals > top + 1
+        if merge_order is None and merge_rule == "2022":
+            at = _choose_merge_2022(cell_split_scores, terminals, top, merge_noise)
+        elif merge_order is None:
+            at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
+        else:  # the terminal that ends at the sentence's next split
+            split = merge_order[batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
+            at = (term_last[:, :width] == split[:, None]).long().argmax(-1)
+        at = torch.where(merging, at, n + top)  # beyond every cell: the tables stay as they are
+        terminals = terminals - merging.long()
+        width -= 1  # the longest sentences merge at every step
+        start = positions[:width, None]
+        merged = at[:, None, None]
+        # Cell (t, h) over the new terminals was cell (t, h + 1) if it covers the merged terminal (with one split
+        # less: the one between the two merged terminals), cell (t + 1, h) if it starts after it, else cell (t, h).
+        # Cells of the top row over the merged terminal had no old cell: they are built below.
+        covers_merge = (start <= merged) & (merged <= start + rows_of_cells)  # (B, width, heights)
+        source = (start + (start > merged)) * heights + (rows_of_cells + covers_merge).clamp(max=top)
+        num_splits = len(splits_of_cells)
+        removed_or_after = covers_merge[..., None] & (splits_of_cells >= (merged - start)[..., None])
+        split_source = source[..., None] * num_splits + (splits_of_cells + removed_or_after).clamp(max=num_splits - 1)
+        source = source.flatten(1)
+        cell_node = cell_node.flatten(1).gather(1, source).view(batch_size, width, heights)
+        state_source = source[..., None].expand(-1, -1, dim)
+        cell_state = cell_state.flatten(1, 2).gather(1, state_source).view(batch_size, width, heights, dim)
+        cell_log_p = cell_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
+        cell_own_log_p = cell_own_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
+        cell_split_scores = cell_split_scores.flatten(1).gather(1, split_source.flatten(1)).view(split_source.shape)
+        cell_split_scores = cell_split_scores.masked_fill(beyond_height, float("-inf"))
+        term_first = term_first.gather(1, positions[:width] + (positions[:width] > at[:, None]))
+        term_last = term_last.gather(1, positions[:width] + (positions[:width] >= at[:, None]))
+
+        starts = at[:, None] - top + rows_of_cells  # the top-row cells over the merged terminal
+        rows, slot = ((starts >= 0) & (starts + top < terminals[:, None])).nonzero(as_tuple=True)
+        build(rows, starts[rows, slot], top)
+
+    return ChartEncoding(
+        node_states=torch.cat(states),
+        node_log_p=torch.cat(log_p),
+        node_span=torch.cat(spans),
+        node_split=torch.cat(splits),
+        node_of_span=node_of_span,
+        roots=node_of_span[batch, 0, lengths - 1],
+        compositions=compositions,
+        node_split_candidates=torch.cat(candidate_splits),
+        node_split_scores=torch.cat(candidate_scores),
+    )
+
+
+# Copied from hf_structure.structs.trees.distances_to_spans
+def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
+    """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
+    `(start, end)` spans, end exclusive, root first (then each left subtree before its right), words (length-1 spans)
+    included. Ties go to the leftmost split, as `argmax` does.
+
+    The tree is the splits' Cartesian tree, built left to right with a stack in O(n) (searching each span for its
+    largest split is O(n^2) on skewed trees): a split's left child is the last split it pops, and it becomes the
+    right child of the split left on the stack; a split pops only strictly smaller ones, so of equal splits the
+    leftmost ends on top."""
+    left, right = [-1] * len(distances), [-1] * len(distances)
+    stack: list[int] = []
+    for split, distance in enumerate(distances):
+        while stack and distances[stack[-1]] < distance:
+            left[split] = stack.pop()
+        if stack:
+            right[stack[-1]] = split
+        stack.append(split)
+    spans = []
+    pending = [(stack[0] if stack else -1, 0, len(distances) + 1)]  # (split at the top of the span or -1, span)
+    while pending:
+        split, start, end = pending.pop()
+        spans.append((start, end))
+        if split >= 0:
+            pending.append((right[split], split + 1, end))
+            pending.append((left[split], start, split + 1))
+    return spans
 
 
 __all__ = ["R2D2ForLanguageModeling", "R2D2Model", "R2D2PreTrainedModel", "encode_pruned_chart"]

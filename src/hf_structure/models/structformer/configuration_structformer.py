@@ -7,26 +7,6 @@
 from transformers import PreTrainedConfig
 
 
-# Copied from hf_structure.configuration_utils.PUNCTUATION_POLICIES
-# What a model does with punctuation. "reattach": the model was trained without punctuation, so the pipeline removes
-# it before the model sees a sentence and re-attaches it afterwards; "keep": the model sees every word.
-PUNCTUATION_POLICIES = ("reattach", "keep")
-
-
-# Copied from hf_structure.configuration_utils.WORD_CONVENTIONS
-# How the pipeline cuts raw text into words for a model: as its training text was cut, "ptb" as the Penn Treebank
-# does (hyphenated words whole), "ud" as UD English-EWT does (hyphens and slashes between words split off); see the
-# pipeline's word_tokenization.py. A config class names its model's default (`default_word_convention`).
-WORD_CONVENTIONS = ("ptb", "ud")
-
-
-# Copied from hf_structure.configuration_utils._installed_pipeline_registered
-def _installed_pipeline_registered() -> bool:
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    return "unsupervised-parsing" in PIPELINE_REGISTRY.get_supported_tasks()
-
-
 # Copied from hf_structure.configuration_utils.StructureConfig
 class StructureConfig(PreTrainedConfig):
     """A syntactic-structure model's configuration: its punctuation policy (checked), the Auto classes a saved folder
@@ -193,6 +173,30 @@ class StructFormerConfig(StructureConfig):
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
         )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
+
+
+# Copied from hf_structure.configuration_utils.PUNCTUATION_POLICIES
+# What a model does with punctuation. "reattach": the model was trained without punctuation, so the pipeline removes
+# it before the model sees a sentence and re-attaches it afterwards; "keep": the model sees every word.
+PUNCTUATION_POLICIES = ("reattach", "keep")
+
+
+# Copied from hf_structure.configuration_utils.WORD_CONVENTIONS
+# How the pipeline cuts raw text into words for a model: as its training text was cut, "ptb" as the Penn Treebank
+# does (hyphenated words whole), "ud" as UD English-EWT does (hyphens and slashes between words split off); see the
+# pipeline's word_tokenization.py. A config class names its model's default (`default_word_convention`).
+WORD_CONVENTIONS = ("ptb", "ud")
+
+
+# Copied from hf_structure.configuration_utils._installed_pipeline_registered
+def _installed_pipeline_registered() -> bool:
+    from transformers.pipelines import PIPELINE_REGISTRY
+
+    return "unsupervised-parsing" in PIPELINE_REGISTRY.get_supported_tasks()
 
 
 __all__ = ["StructFormerConfig"]

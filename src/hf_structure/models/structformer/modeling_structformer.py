@@ -26,462 +26,6 @@ from transformers.utils import ModelOutput
 from .configuration_structformer import HEAD_DECODINGS, StructFormerConfig
 
 
-# Copied from hf_structure.data.tokenization.encode_words
-def encode_words(sentences, tokenizer, max_words: int):
-    """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
-    `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
-    `max_words`, or not one token per word. Self-contained: word-level models' generated Hub code carries it."""
-    for index, words in enumerate(sentences):
-        if not words:
-            raise ValueError(f"sentence {index}: no word")
-        if len(words) > max_words:
-            raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {max_words}")
-    encoded = tokenizer(
-        [list(words) for words in sentences],
-        is_split_into_words=True,
-        padding=True,
-        return_tensors="pt",
-        return_token_type_ids=False,
-    )
-    for index, (words, length) in enumerate(zip(sentences, encoded["attention_mask"].sum(dim=-1).tolist())):
-        if length != len(words):
-            raise ValueError(
-                f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
-                "one token per word"
-            )
-    return encoded
-
-
-# Copied from hf_structure.layers.BlockwiseCrossEntropy
-class BlockwiseCrossEntropy(torch.autograd.Function):
-    """`F.cross_entropy(logits.float(), labels)` (the mean), a block of rows at a time: a block's float32 values exist
-    only while it is processed. With `with_grad` the forward pass also writes the gradient (softmax minus one-hot,
-    over N, cast to the logits' dtype) from the same exponentials, so that the backward pass computes none; it
-    scales that gradient by the loss's own gradient where that is not 1 (a loss divided for gradient accumulation:
-    one more rounding). The same values as the whole-tensor computation, up to float32 rounding."""
-
-    block_rows = 64  # a block of a 10k-word vocabulary in float32 (2.5 MB) stays in cache
-
-    @staticmethod
-    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, with_grad: bool = True) -> torch.Tensor:
-        compute = torch.promote_types(logits.dtype, torch.float32)
-        log_normalizers = torch.empty(len(logits), dtype=compute, device=logits.device)
-        grad = torch.empty_like(logits) if with_grad else None
-        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
-            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
-            # copy=True: with wide logits `.to` would return the input itself, which must stay intact.
-            exponentials = logits[block].to(compute, copy=True)
-            maxima = exponentials.amax(dim=-1, keepdim=True)
-            sums = exponentials.sub_(maxima).exp_().sum(dim=-1, keepdim=True)
-            log_normalizers[block] = (maxima + sums.log()).squeeze(1)
-            if with_grad:
-                probabilities = exponentials.div_(sums)
-                probabilities[torch.arange(len(probabilities), device=logits.device), labels[block]] -= 1
-                grad[block] = probabilities.div_(len(logits))
-        if with_grad:
-            ctx.save_for_backward(grad)
-        return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
-
-    @staticmethod
-    def backward(ctx, grad_loss: torch.Tensor):
-        (grad,) = ctx.saved_tensors
-        # Checked on CPU only, where reading the value costs nothing; elsewhere always scaled.
-        if grad_loss.device.type != "cpu" or grad_loss.item() != 1:
-            grad = (grad.to(grad_loss.dtype) * grad_loss).to(grad.dtype)
-        return grad, None, None
-
-
-# Copied from hf_structure.layers.masked_lm_cross_entropy
-def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of `logits` `(N, V)` against `labels` `(N,)`, computed in float32 or wider.
-
-    Low-precision logits (under bf16 autocast) go through `BlockwiseCrossEntropy`, which never builds the float32
-    copy of the whole `(N, V)` tensor nor its gradient: on CPU those copies and passes cost about a tenth of a bf16
-    training step."""
-    if logits.dtype in (torch.float16, torch.bfloat16):
-        return BlockwiseCrossEntropy.apply(logits, labels, torch.is_grad_enabled() and logits.requires_grad)
-    return F.cross_entropy(logits, labels)
-
-
-# Copied from hf_structure.layers.random_keep_mask
-def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
-
-    Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard
-    statistical test batteries), seeded by one draw of torch's generator, so that `torch.manual_seed` and a
-    checkpoint's saved RNG state reproduce the masks. The number splits into two 32-bit integers uniform over all
-    2^32 values; an entry drops when it falls among the lowest round(p 2^32). The drop probability is p to within
-    2^-33, finer than torch's own dropout, which compares float32 uniforms with p. On CPU torch draws its random
-    numbers on one thread: its per-element Bernoulli draws took a quarter of a two-thread bf16 step, and even its
-    64-bit `random_` is three times slower than numpy's generators (SFC64 is 25% faster than PCG64; drawing on a
-    second thread gained nothing, as torch's own threads hold both cores). The mask is returned as numbers rather
-    than booleans because on CPU `x * keep` is about six times faster than `x.masked_fill(drop, 0)` and than
-    bool-to-float casts (both take a slow mixed-dtype path), while uint8-to-float is fast.
-    """
-    count = math.prod(shape)
-    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
-    numbers = torch.from_numpy(np.random.SFC64(seed).random_raw((count + 1) // 2).view(np.int32))
-    keep = numbers[:count].view(shape) >= round(p * 2**32) - 2**31
-    return keep.view(torch.uint8).to(device=device, dtype=dtype)
-
-
-# Copied from hf_structure.structs.decoding.compiled_chu_liu_edmonds
-try:  # imported where installed; the Hub code checker ignores imports inside try
-    from ufal.chu_liu_edmonds import chu_liu_edmonds as compiled_chu_liu_edmonds
-except ImportError:
-    compiled_chu_liu_edmonds = None
-
-
-# Copied from hf_structure.structs.decoding._sentence_arcs
-def _sentence_arcs(scores: torch.Tensor, b: int, length: int, single_root: bool) -> torch.Tensor:
-    """Sentence b's arcs (ROOT and its `length` words) as a new float64 CPU tensor, no self-loops, no head for ROOT;
-    with `single_root`, root arcs lowered as `chu_liu_edmonds` says."""
-    arcs = scores[b, : length + 1, : length + 1].detach().to("cpu", torch.float64, copy=True)  # edited below
-    arcs.fill_diagonal_(float("-inf"))
-    arcs[0] = float("-inf")  # ROOT takes no head
-    finite = arcs[torch.isfinite(arcs)]
-    if single_root and len(finite):
-        arcs[1:, 0] -= length * (finite.max() - finite.min()) + 1
-    return arcs
-
-
-# Copied from hf_structure.structs.decoding._find_cycle
-def _find_cycle(heads: list[int]) -> list[int]:
-    """The nodes of one cycle of the graph node -> heads[node] (node 0, ROOT, is never on one), or [] if none."""
-    state = [0] * len(heads)  # 0: not seen, 1: on the path being walked, 2: leads to ROOT or a known cycle-free node
-    state[0] = 2
-    for start in range(1, len(heads)):
-        path, node = [], start
-        while state[node] == 0:
-            state[node] = 1
-            path.append(node)
-            node = heads[node]
-        if state[node] == 1:  # the walk came back onto itself
-            return path[path.index(node) :]
-        for node in path:
-            state[node] = 2
-    return []
-
-
-# Copied from hf_structure.structs.decoding._max_arborescence
-def _max_arborescence(arcs: torch.Tensor) -> torch.Tensor:
-    """Heads of the best spanning arborescence rooted at node 0 (Chu-Liu/Edmonds, one cycle contracted per call).
-
-    `arcs[d, h]` scores h -> d, float64 with -inf for missing arcs, the diagonal and row 0 included. Every node takes
-    its best head; if that closes a cycle, the cycle becomes one node of a smaller graph whose best arborescence
-    says where the cycle is entered (breaking it there) and which of its nodes head the outside words.
-    Uses `_find_cycle` (and itself).
-    """
-    heads = arcs.argmax(-1)
-    cycle_nodes = _find_cycle(heads.tolist())
-    if not cycle_nodes:
-        return heads
-    cycle = torch.tensor(cycle_nodes)
-    on_cycle = torch.zeros(len(heads), dtype=torch.bool)
-    on_cycle[cycle] = True
-    rest = (~on_cycle).nonzero().squeeze(1)  # the other nodes, ROOT first (it is never on a cycle)
-    size = len(rest)  # the contracted cycle is node `size` of the smaller graph
-    contracted = arcs.new_full((size + 1, size + 1), float("-inf"))
-    contracted[:size, :size] = arcs[rest[:, None], rest]
-    exit_scores, exit_heads = arcs[rest[:, None], cycle].max(-1)  # best head on the cycle of each other node
-    contracted[:size, size] = exit_scores
-    # entering the cycle at v replaces v's cycle arc: gain = arc into v - v's arc on the cycle
-    entry_scores, entries = (arcs[cycle[:, None], rest] - arcs[cycle, heads[cycle]][:, None]).max(0)
-    contracted[size, :size] = entry_scores
-    sub_heads = _max_arborescence(contracted)
-    # clamp: the head index of nodes headed by the cycle is replaced by `where`, but must be a valid index first
-    heads[rest] = torch.where(sub_heads[:size] == size, cycle[exit_heads], rest[sub_heads[:size].clamp(max=size - 1)])
-    entry_head = sub_heads[size]
-    heads[cycle[entries[entry_head]]] = rest[entry_head]
-    return heads
-
-
-# Copied from hf_structure.structs.decoding._chu_liu_edmonds_per_sentence
-def _chu_liu_edmonds_per_sentence(scores: torch.Tensor, mask: torch.Tensor, single_root: bool) -> torch.Tensor:
-    """`chu_liu_edmonds` one sentence at a time, contracting one cycle per recursive call: cheaper than the batched
-    levels for a batch of one or two sentences. Uses `_sentence_arcs`, `_max_arborescence` and `_find_cycle`."""
-    heads = torch.zeros(scores.shape[:2], dtype=torch.long)
-    for b, length in enumerate(mask.sum(-1).tolist()):
-        heads[b, : length + 1] = _max_arborescence(_sentence_arcs(scores, b, length, single_root))
-    return heads.to(scores.device)
-
-
-# Copied from hf_structure.structs.decoding._chu_liu_edmonds_compiled
-def _chu_liu_edmonds_compiled(scores: torch.Tensor, mask: torch.Tensor, single_root: bool) -> torch.Tensor:
-    """`chu_liu_edmonds` one sentence at a time by `ufal.chu_liu_edmonds` (which reads NaN as a missing arc); a
-    sentence without any tree goes to `_chu_liu_edmonds_per_sentence`. Uses `_sentence_arcs` and
-    `_chu_liu_edmonds_per_sentence`."""
-    heads = torch.zeros(scores.shape[:2], dtype=torch.long)
-    for b, length in enumerate(mask.sum(-1).tolist()):
-        arcs = _sentence_arcs(scores, b, length, single_root)
-        sentence_heads, score = compiled_chu_liu_edmonds(arcs.masked_fill_(~torch.isfinite(arcs), float("nan")).numpy())
-        if score == float("-inf"):  # no tree: the torch decoder's in-range answer
-            heads[b] = _chu_liu_edmonds_per_sentence(scores[b : b + 1], mask[b : b + 1], single_root)[0].cpu()
-        else:
-            heads[b, 1 : length + 1] = torch.tensor(sentence_heads[1:])
-    return heads.to(scores.device)
-
-
-# Copied from hf_structure.structs.decoding._first_true
-def _first_true(flags: torch.Tensor, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """`(B, K)` the indices where `flags` (B, N) is True, in order, K the most in a row, padded with `fill`; and
-    which entries are real."""
-    count = flags.sum(1)
-    order = torch.sort((~flags).to(torch.uint8), dim=1, stable=True).indices[:, : int(count.max())]
-    valid = torch.arange(order.size(1), device=flags.device) < count[:, None]
-    return order.masked_fill(~valid, fill), valid
-
-
-# Copied from hf_structure.structs.decoding._contract_cycles
-def _contract_cycles(arcs: torch.Tensor, alive: torch.Tensor, best_scores: torch.Tensor, best_heads: torch.Tensor):
-    """One level of `chu_liu_edmonds`: contract, in `arcs`, every cycle of the graphs node -> best_heads[node] into
-    its smallest node. Returns what unwinding the level needs (a dict), or None when no sentence has a cycle."""
-    batch_size, size = best_heads.shape  # size counts the extra node
-    nodes = torch.arange(size, device=arcs.device)
-    # A walk of `size` steps from any node ends on a cycle (or at ROOT, which points to itself): the nodes reached
-    # that way are exactly the cycles' nodes. Repeated squaring of the head map makes the walk log2(size) gathers.
-    walk = best_heads  # after k squarings: the node 2^k steps on from each node
-    smallest = nodes.expand(batch_size, size)  # the smallest node among the first 2^k steps from each node
-    for _ in range((size - 1).bit_length()):
-        smallest = torch.minimum(smallest, smallest.gather(1, walk))
-        walk = walk.gather(1, walk)
-    on_cycle = torch.zeros_like(alive).scatter_(1, walk, True) & alive
-    on_cycle[:, 0] = False
-    if not on_cycle.any():
-        return None
-    representative = torch.where(on_cycle, smallest, nodes)
-    cycle_nodes, valid = _first_true(on_cycle, fill=size - 1)  # (B, K)
-    cycle_reps, _ = _first_true(on_cycle & (representative == nodes), fill=size - 1)  # (B, C)
-    num_cycles = cycle_reps.size(1)
-    rank = (on_cycle & (representative == nodes)).long().cumsum(1) - 1  # a cycle's index among its sentence's
-    cycle_of = torch.where(valid, rank.gather(1, representative.gather(1, cycle_nodes)), num_cycles)  # (B, K)
-    # Entering a cycle at v replaces v's arc on the cycle: the gain is the arc minus that arc.
-    cycle_arc = torch.where(valid, best_scores.gather(1, cycle_nodes), 0.0)
-    cycle_arc = torch.where(torch.isfinite(cycle_arc), cycle_arc, 0.0)
-    rows = arcs.gather(1, cycle_nodes[:, :, None].expand(-1, -1, size)) - cycle_arc[:, :, None]  # (B, K, size)
-    # Columns: an arc into a cycle from u is u's best arc into any of its nodes (that node is remembered).
-    into = arcs.gather(2, cycle_nodes[:, None, :].expand(-1, size, -1))  # (B, size, K)
-    slot = cycle_of[:, None, :].expand(-1, size, -1)
-    best_into = into.new_full((batch_size, size, num_cycles + 1), float("-inf")).scatter_reduce(2, slot, into, "amax")
-    is_best = into == best_into.gather(2, slot)
-    exit_nodes = torch.full_like(best_into, size, dtype=torch.long).scatter_reduce(
-        2, slot, torch.where(is_best, cycle_nodes[:, None, :], size), "amin"
-    )
-    arcs.scatter_(2, cycle_reps[:, None, :].expand(-1, size, -1), best_into[..., :num_cycles])
-    # Rows: the cycle's arcs out are its nodes' adjusted arcs, columns merged as above.
-    merged_rows = arcs.gather(1, cycle_nodes[:, :, None].expand(-1, -1, size)) - cycle_arc[:, :, None]
-    out_of = merged_rows.new_full((batch_size, num_cycles + 1, size), float("-inf")).scatter_reduce(
-        1, cycle_of[:, :, None].expand(-1, -1, size), merged_rows, "amax"
-    )
-    arcs.scatter_(1, cycle_reps[:, :, None].expand(-1, -1, size), out_of[:, :num_cycles])
-    gone = on_cycle & (representative != nodes)
-    gone[:, -1] = True
-    arcs.masked_fill_(gone[:, :, None] | gone[:, None, :], float("-inf"))
-    arcs[:, nodes, nodes] = float("-inf")
-    return {
-        "representative": representative,
-        "on_cycle": on_cycle,
-        "cycle_heads": best_heads,
-        "cycle_nodes": cycle_nodes,
-        "cycle_of": cycle_of,
-        "rows": rows,
-        "rank": rank,
-        "exit_nodes": exit_nodes,
-        "alive": alive & ~gone,
-    }
-
-
-# Copied from hf_structure.structs.decoding._expand_cycles
-def _expand_cycles(level: dict, contracted_heads: torch.Tensor) -> torch.Tensor:
-    """The heads of a `_contract_cycles` level's graphs from the heads of its contracted graphs: a node outside the
-    cycles takes its head, or the remembered node of the cycle its head stands for; a cycle keeps its arcs but the
-    one replaced by its best entering arc (the smallest node among equals)."""
-    representative, on_cycle, cycle_nodes = level["representative"], level["on_cycle"], level["cycle_nodes"]
-    size = representative.size(1)
-    nodes = torch.arange(size, device=representative.device)
-    cycle_rep = on_cycle & (representative == nodes)
-    rank = level["rank"].clamp(min=0)
-    into_cycle = cycle_rep.gather(1, contracted_heads)
-    outside = torch.where(
-        into_cycle,
-        level["exit_nodes"].gather(2, rank.gather(1, contracted_heads)[:, :, None]).squeeze(2),
-        contracted_heads,
-    )
-    # A cycle attaches where its representative does: each node's best arc from that group, the best one enters.
-    target = contracted_heads.gather(1, representative.gather(1, cycle_nodes))  # (B, K)
-    candidates = representative[:, None, :] == target[:, :, None]
-    entry_scores, entry_heads = level["rows"].masked_fill(~candidates, float("-inf")).max(-1)
-    cycle_of = level["cycle_of"]
-    best = entry_scores.new_full((entry_scores.size(0), int(cycle_of.max()) + 1), float("-inf"))
-    best = best.scatter_reduce(1, cycle_of, entry_scores, "amax")
-    is_best = (entry_scores == best.gather(1, cycle_of)) & (cycle_nodes < size - 1)
-    first = torch.full_like(best, size, dtype=torch.long).scatter_reduce(
-        1, cycle_of, torch.where(is_best, cycle_nodes, size), "amin"
-    )
-    enters = first.gather(1, cycle_of) == cycle_nodes
-    inside = torch.where(enters, entry_heads, level["cycle_heads"].gather(1, cycle_nodes))
-    heads = torch.where(on_cycle, 0, outside).scatter(1, cycle_nodes, inside)
-    heads[:, 0] = 0
-    heads[:, -1] = 0
-    return heads
-
-
-# Copied from hf_structure.structs.decoding._chu_liu_edmonds_batched
-def _chu_liu_edmonds_batched(scores: torch.Tensor, mask: torch.Tensor, single_root: bool) -> torch.Tensor:
-    """`chu_liu_edmonds` for a whole batch at once in torch.
-
-    Every node takes its best head; all cycles of all sentences are then contracted at once, in place (a cycle
-    becomes its smallest node; an arc entering it at v scores the arc minus v's arc on the cycle), until no cycle
-    remains; unwinding the levels breaks each cycle where its chosen entering arc points. Each level is a few tensor
-    operations over the whole batch and keeps only the rows of its cycles' nodes for the unwinding, so memory stays
-    O(B L^2) however deep the cycles nest (arc scores from p_D nest about one level per word). Uses
-    `_contract_cycles`, `_first_true` and `_expand_cycles`.
-    """
-    batch_size, size, _ = scores.shape
-    # One extra node (index `size`, never alive) absorbs the writes of padded entries of the per-level tables.
-    nodes = torch.arange(size + 1, device=scores.device)
-    alive = torch.nn.functional.pad(mask, (0, 1), value=False)
-    alive[:, 0] = True  # ROOT is a node of every sentence's graph
-    arcs = torch.nn.functional.pad(scores.detach().to(torch.float64), (0, 1, 0, 1), value=float("-inf"))
-    arcs.masked_fill_(~(alive[:, :, None] & alive[:, None, :]), float("-inf"))
-    arcs[:, nodes, nodes] = float("-inf")
-    arcs[:, 0] = float("-inf")  # ROOT takes no head
-    if single_root:
-        finite = torch.isfinite(arcs)
-        highest = arcs.masked_fill(~finite, float("-inf")).amax((1, 2))
-        lowest = arcs.masked_fill(~finite, float("inf")).amin((1, 2))
-        spread = torch.where(finite.flatten(1).any(-1), highest - lowest, 0.0)
-        arcs[:, 1:, 0] -= (mask.sum(-1) * spread + 1)[:, None]
-    levels = []
-    while True:
-        best_scores, best_heads = arcs.max(-1)
-        best_heads = best_heads.masked_fill(~alive, 0)
-        level = _contract_cycles(arcs, alive, best_scores, best_heads)
-        if level is None:
-            break
-        levels.append(level)
-        alive = level["alive"]
-    heads = best_heads
-    for level in reversed(levels):
-        heads = _expand_cycles(level, heads)
-    return heads[:, :size].masked_fill(~mask, 0)
-
-
-# Copied from hf_structure.structs.decoding.chu_liu_edmonds
-def chu_liu_edmonds(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
-    """Best (non-projective) dependency tree of each sentence, by Chu-Liu/Edmonds; see the module conventions.
-
-    With `single_root`, every finite arc to ROOT is lowered by more than any two trees' scores can differ, so a tree
-    with one root arc beats every tree with more (the reweighting of Stanojević & Cohen 2021): the best tree found is
-    the best single-root tree whenever one exists. Computed in float64. Decodes with the compiled decoder where
-    `ufal.chu_liu_edmonds` is installed (on the PTB dev sample's p_D scores, 0.12 s against 0.87 s for the batched
-    torch code, with the same heads); otherwise batches of one or two sentences one sentence at a time and larger
-    batches with the batched torch code. Uses `_chu_liu_edmonds_compiled`, `_chu_liu_edmonds_per_sentence`,
-    `_sentence_arcs`, `_max_arborescence`, `_find_cycle`, `_chu_liu_edmonds_batched`, `_contract_cycles`,
-    `_first_true` and `_expand_cycles`.
-    """
-    if compiled_chu_liu_edmonds is not None:
-        return _chu_liu_edmonds_compiled(scores, mask, single_root)
-    if len(scores) < 3:  # a batched level costs about as much as one sentence's whole recursion
-        return _chu_liu_edmonds_per_sentence(scores, mask, single_root)
-    return _chu_liu_edmonds_batched(scores, mask, single_root)
-
-
-# Copied from hf_structure.structs.decoding._eisner_backtrack
-def _eisner_backtrack(complete_split: list, incomplete_split: list, length: int) -> list[int]:
-    """Heads (ROOT's 0 first) of the tree that `eisner`'s split charts of one sentence store."""
-    heads = [0] * (length + 1)
-    stack = [(0, length, True)]  # (head, far end, complete?) of the spans still to read
-    while stack:
-        head, end, is_complete = stack.pop()
-        if head == end:
-            continue
-        if is_complete:
-            split = complete_split[head][end]
-            stack += [(head, split, False), (split, end, True)]
-        else:
-            heads[end] = head
-            split = incomplete_split[head][end]
-            left, right = min(head, end), max(head, end)
-            stack += [(left, split, True), (right, split + 1, True)]
-    return heads
-
-
-# Copied from hf_structure.structs.decoding.eisner
-def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
-    """Best projective dependency tree of each sentence (Eisner's algorithm), batched; see the module conventions.
-
-    With `single_root`, exactly one word attaches to ROOT: ROOT may only close a span at the last word, so its only
-    arc is the one that spans the whole sentence. Uses `_eisner_backtrack`.
-    """
-    scores = scores.detach()
-    batch_size, seq_len, _ = scores.shape
-    lengths = mask.sum(-1)
-    arcs = scores.transpose(1, 2)  # arcs[b, h, d]: score of the arc h -> d
-    # Charts over pairs (h, e) of a head h and the far end e of its span, e on either side of h:
-    # complete[b, h, e]: h and its dependents between h and e (those have all their own dependents);
-    # incomplete[b, h, e]: the same with the arc h -> e, whose own dependents on the far side are still missing.
-    complete = scores.new_full(scores.shape, float("-inf"))
-    complete.diagonal(dim1=1, dim2=2).fill_(0)
-    incomplete = torch.full_like(complete, float("-inf"))
-    complete_split = torch.zeros(scores.shape, dtype=torch.long, device=scores.device)
-    incomplete_split = torch.zeros_like(complete_split)
-    for width in range(1, seq_len):
-        starts = torch.arange(seq_len - width, device=scores.device)
-        ends = starts + width
-        splits = starts[:, None] + torch.arange(width, device=scores.device)  # r in [start, end), one row a span
-        # incomplete: complete(start -> r) + complete(end -> r + 1) + the arc between start and end
-        best, arg = (complete[:, starts[:, None], splits] + complete[:, ends[:, None], splits + 1]).max(-1)
-        incomplete[:, starts, ends] = best + arcs[:, starts, ends]
-        incomplete[:, ends, starts] = best + arcs[:, ends, starts]
-        incomplete_split[:, starts, ends] = incomplete_split[:, ends, starts] = starts + arg
-        # complete to the left: incomplete(end -> r) + complete(r -> start), r in [start, end)
-        best, arg = (incomplete[:, ends[:, None], splits] + complete[:, splits, starts[:, None]]).max(-1)
-        complete[:, ends, starts] = best
-        complete_split[:, ends, starts] = starts + arg
-        # complete to the right: incomplete(start -> r) + complete(r -> end), r in (start, end]
-        best, arg = (incomplete[:, starts[:, None], splits + 1] + complete[:, splits + 1, ends[:, None]]).max(-1)
-        complete[:, starts, ends] = best
-        complete_split[:, starts, ends] = starts + 1 + arg
-        if single_root:
-            complete[:, 0, width].masked_fill_(lengths != width, float("-inf"))
-    heads = torch.zeros(batch_size, seq_len, dtype=torch.long)
-    for b, (length, complete_b, incomplete_b) in enumerate(
-        zip(lengths.tolist(), complete_split.tolist(), incomplete_split.tolist())
-    ):
-        heads[b, : length + 1] = torch.tensor(_eisner_backtrack(complete_b, incomplete_b, length))
-    return heads.to(scores.device)
-
-
-# Copied from hf_structure.structs.trees.distances_to_spans
-def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
-    """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
-    `(start, end)` spans, end exclusive, root first (then each left subtree before its right), words (length-1 spans)
-    included. Ties go to the leftmost split, as `argmax` does.
-
-    The tree is the splits' Cartesian tree, built left to right with a stack in O(n) (searching each span for its
-    largest split is O(n^2) on skewed trees): a split's left child is the last split it pops, and it becomes the
-    right child of the split left on the stack; a split pops only strictly smaller ones, so of equal splits the
-    leftmost ends on top."""
-    left, right = [-1] * len(distances), [-1] * len(distances)
-    stack: list[int] = []
-    for split, distance in enumerate(distances):
-        while stack and distances[stack[-1]] < distance:
-            left[split] = stack.pop()
-        if stack:
-            right[stack[-1]] = split
-        stack.append(split)
-    spans = []
-    pending = [(stack[0] if stack else -1, 0, len(distances) + 1)]  # (split at the top of the span or -1, span)
-    while pending:
-        split, start, end = pending.pop()
-        spans.append((start, end))
-        if split >= 0:
-            pending.append((right[split], split + 1, end))
-            pending.append((left[split], start, split + 1))
-    return spans
-
-
 # The widest spread of head logits within a sentence that p_D computes in float32 (exp(60) ~ 1e26 < 3e38).
 FLOAT32_LOGIT_RANGE = 60.0
 
@@ -1041,6 +585,466 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
     ) -> list[dict]:
         """See `StructFormerModel.parse`."""
         return self.structformer.parse(sentences, tokenizer, head_decoding, structures)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
+
+
+# Copied from hf_structure.data.tokenization.encode_words
+def encode_words(sentences, tokenizer, max_words: int):
+    """Tokenise pre-split sentences for a word-level model (one token per word): a padded `BatchEncoding` of
+    `input_ids` and `attention_mask` tensors. Raises ValueError naming the first sentence that is empty, longer than
+    `max_words`, or not one token per word. Self-contained: word-level models' generated Hub code carries it."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+        if len(words) > max_words:
+            raise ValueError(f"sentence {index}: {len(words)} words; this model accepts at most {max_words}")
+    encoded = tokenizer(
+        [list(words) for words in sentences],
+        is_split_into_words=True,
+        padding=True,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    )
+    for index, (words, length) in enumerate(zip(sentences, encoded["attention_mask"].sum(dim=-1).tolist())):
+        if length != len(words):
+            raise ValueError(
+                f"sentence {index}: the tokenizer made {length} tokens of {len(words)} words; this model needs "
+                "one token per word"
+            )
+    return encoded
+
+
+# Copied from hf_structure.layers.BlockwiseCrossEntropy
+class BlockwiseCrossEntropy(torch.autograd.Function):
+    """`F.cross_entropy(logits.float(), labels)` (the mean), a block of rows at a time: a block's float32 values exist
+    only while it is processed. With `with_grad` the forward pass also writes the gradient (softmax minus one-hot,
+    over N, cast to the logits' dtype) from the same exponentials, so that the backward pass computes none; it
+    scales that gradient by the loss's own gradient where that is not 1 (a loss divided for gradient accumulation:
+    one more rounding). The same values as the whole-tensor computation, up to float32 rounding."""
+
+    block_rows = 64  # a block of a 10k-word vocabulary in float32 (2.5 MB) stays in cache
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, with_grad: bool = True) -> torch.Tensor:
+        compute = torch.promote_types(logits.dtype, torch.float32)
+        log_normalizers = torch.empty(len(logits), dtype=compute, device=logits.device)
+        grad = torch.empty_like(logits) if with_grad else None
+        for start in range(0, len(logits), BlockwiseCrossEntropy.block_rows):
+            block = slice(start, start + BlockwiseCrossEntropy.block_rows)
+            # copy=True: with wide logits `.to` would return the input itself, which must stay intact.
+            exponentials = logits[block].to(compute, copy=True)
+            maxima = exponentials.amax(dim=-1, keepdim=True)
+            sums = exponentials.sub_(maxima).exp_().sum(dim=-1, keepdim=True)
+            log_normalizers[block] = (maxima + sums.log()).squeeze(1)
+            if with_grad:
+                probabilities = exponentials.div_(sums)
+                probabilities[torch.arange(len(probabilities), device=logits.device), labels[block]] -= 1
+                grad[block] = probabilities.div_(len(logits))
+        if with_grad:
+            ctx.save_for_backward(grad)
+        return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor):
+        (grad,) = ctx.saved_tensors
+        # Checked on CPU only, where reading the value costs nothing; elsewhere always scaled.
+        if grad_loss.device.type != "cpu" or grad_loss.item() != 1:
+            grad = (grad.to(grad_loss.dtype) * grad_loss).to(grad.dtype)
+        return grad, None, None
+
+
+# Copied from hf_structure.layers.masked_lm_cross_entropy
+def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of `logits` `(N, V)` against `labels` `(N,)`, computed in float32 or wider.
+
+    Low-precision logits (under bf16 autocast) go through `BlockwiseCrossEntropy`, which never builds the float32
+    copy of the whole `(N, V)` tensor nor its gradient: on CPU those copies and passes cost about a tenth of a bf16
+    training step."""
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        return BlockwiseCrossEntropy.apply(logits, labels, torch.is_grad_enabled() and logits.requires_grad)
+    return F.cross_entropy(logits, labels)
+
+
+# Copied from hf_structure.layers.random_keep_mask
+def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
+
+    Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard
+    statistical test batteries), seeded by one draw of torch's generator, so that `torch.manual_seed` and a
+    checkpoint's saved RNG state reproduce the masks. The number splits into two 32-bit integers uniform over all
+    2^32 values; an entry drops when it falls among the lowest round(p 2^32). The drop probability is p to within
+    2^-33, finer than torch's own dropout, which compares float32 uniforms with p. On CPU torch draws its random
+    numbers on one thread: its per-element Bernoulli draws took a quarter of a two-thread bf16 step, and even its
+    64-bit `random_` is three times slower than numpy's generators (SFC64 is 25% faster than PCG64; drawing on a
+    second thread gained nothing, as torch's own threads hold both cores). The mask is returned as numbers rather
+    than booleans because on CPU `x * keep` is about six times faster than `x.masked_fill(drop, 0)` and than
+    bool-to-float casts (both take a slow mixed-dtype path), while uint8-to-float is fast.
+    """
+    count = math.prod(shape)
+    seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
+    numbers = torch.from_numpy(np.random.SFC64(seed).random_raw((count + 1) // 2).view(np.int32))
+    keep = numbers[:count].view(shape) >= round(p * 2**32) - 2**31
+    return keep.view(torch.uint8).to(device=device, dtype=dtype)
+
+
+# Copied from hf_structure.structs.decoding.compiled_chu_liu_edmonds
+try:  # imported where installed; the Hub code checker ignores imports inside try
+    from ufal.chu_liu_edmonds import chu_liu_edmonds as compiled_chu_liu_edmonds
+except ImportError:
+    compiled_chu_liu_edmonds = None
+
+
+# Copied from hf_structure.structs.decoding._sentence_arcs
+def _sentence_arcs(scores: torch.Tensor, b: int, length: int, single_root: bool) -> torch.Tensor:
+    """Sentence b's arcs (ROOT and its `length` words) as a new float64 CPU tensor, no self-loops, no head for ROOT;
+    with `single_root`, root arcs lowered as `chu_liu_edmonds` says."""
+    arcs = scores[b, : length + 1, : length + 1].detach().to("cpu", torch.float64, copy=True)  # edited below
+    arcs.fill_diagonal_(float("-inf"))
+    arcs[0] = float("-inf")  # ROOT takes no head
+    finite = arcs[torch.isfinite(arcs)]
+    if single_root and len(finite):
+        arcs[1:, 0] -= length * (finite.max() - finite.min()) + 1
+    return arcs
+
+
+# Copied from hf_structure.structs.decoding._find_cycle
+def _find_cycle(heads: list[int]) -> list[int]:
+    """The nodes of one cycle of the graph node -> heads[node] (node 0, ROOT, is never on one), or [] if none."""
+    state = [0] * len(heads)  # 0: not seen, 1: on the path being walked, 2: leads to ROOT or a known cycle-free node
+    state[0] = 2
+    for start in range(1, len(heads)):
+        path, node = [], start
+        while state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = heads[node]
+        if state[node] == 1:  # the walk came back onto itself
+            return path[path.index(node) :]
+        for node in path:
+            state[node] = 2
+    return []
+
+
+# Copied from hf_structure.structs.decoding._max_arborescence
+def _max_arborescence(arcs: torch.Tensor) -> torch.Tensor:
+    """Heads of the best spanning arborescence rooted at node 0 (Chu-Liu/Edmonds, one cycle contracted per call).
+
+    `arcs[d, h]` scores h -> d, float64 with -inf for missing arcs, the diagonal and row 0 included. Every node takes
+    its best head; if that closes a cycle, the cycle becomes one node of a smaller graph whose best arborescence
+    says where the cycle is entered (breaking it there) and which of its nodes head the outside words.
+    Uses `_find_cycle` (and itself).
+    """
+    heads = arcs.argmax(-1)
+    cycle_nodes = _find_cycle(heads.tolist())
+    if not cycle_nodes:
+        return heads
+    cycle = torch.tensor(cycle_nodes)
+    on_cycle = torch.zeros(len(heads), dtype=torch.bool)
+    on_cycle[cycle] = True
+    rest = (~on_cycle).nonzero().squeeze(1)  # the other nodes, ROOT first (it is never on a cycle)
+    size = len(rest)  # the contracted cycle is node `size` of the smaller graph
+    contracted = arcs.new_full((size + 1, size + 1), float("-inf"))
+    contracted[:size, :size] = arcs[rest[:, None], rest]
+    exit_scores, exit_heads = arcs[rest[:, None], cycle].max(-1)  # best head on the cycle of each other node
+    contracted[:size, size] = exit_scores
+    # entering the cycle at v replaces v's cycle arc: gain = arc into v - v's arc on the cycle
+    entry_scores, entries = (arcs[cycle[:, None], rest] - arcs[cycle, heads[cycle]][:, None]).max(0)
+    contracted[size, :size] = entry_scores
+    sub_heads = _max_arborescence(contracted)
+    # clamp: the head index of nodes headed by the cycle is replaced by `where`, but must be a valid index first
+    heads[rest] = torch.where(sub_heads[:size] == size, cycle[exit_heads], rest[sub_heads[:size].clamp(max=size - 1)])
+    entry_head = sub_heads[size]
+    heads[cycle[entries[entry_head]]] = rest[entry_head]
+    return heads
+
+
+# Copied from hf_structure.structs.decoding._chu_liu_edmonds_per_sentence
+def _chu_liu_edmonds_per_sentence(scores: torch.Tensor, mask: torch.Tensor, single_root: bool) -> torch.Tensor:
+    """`chu_liu_edmonds` one sentence at a time, contracting one cycle per recursive call: cheaper than the batched
+    levels for a batch of one or two sentences. Uses `_sentence_arcs`, `_max_arborescence` and `_find_cycle`."""
+    heads = torch.zeros(scores.shape[:2], dtype=torch.long)
+    for b, length in enumerate(mask.sum(-1).tolist()):
+        heads[b, : length + 1] = _max_arborescence(_sentence_arcs(scores, b, length, single_root))
+    return heads.to(scores.device)
+
+
+# Copied from hf_structure.structs.decoding._chu_liu_edmonds_compiled
+def _chu_liu_edmonds_compiled(scores: torch.Tensor, mask: torch.Tensor, single_root: bool) -> torch.Tensor:
+    """`chu_liu_edmonds` one sentence at a time by `ufal.chu_liu_edmonds` (which reads NaN as a missing arc); a
+    sentence without any tree goes to `_chu_liu_edmonds_per_sentence`. Uses `_sentence_arcs` and
+    `_chu_liu_edmonds_per_sentence`."""
+    heads = torch.zeros(scores.shape[:2], dtype=torch.long)
+    for b, length in enumerate(mask.sum(-1).tolist()):
+        arcs = _sentence_arcs(scores, b, length, single_root)
+        sentence_heads, score = compiled_chu_liu_edmonds(arcs.masked_fill_(~torch.isfinite(arcs), float("nan")).numpy())
+        if score == float("-inf"):  # no tree: the torch decoder's in-range answer
+            heads[b] = _chu_liu_edmonds_per_sentence(scores[b : b + 1], mask[b : b + 1], single_root)[0].cpu()
+        else:
+            heads[b, 1 : length + 1] = torch.tensor(sentence_heads[1:])
+    return heads.to(scores.device)
+
+
+# Copied from hf_structure.structs.decoding._first_true
+def _first_true(flags: torch.Tensor, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(B, K)` the indices where `flags` (B, N) is True, in order, K the most in a row, padded with `fill`; and
+    which entries are real."""
+    count = flags.sum(1)
+    order = torch.sort((~flags).to(torch.uint8), dim=1, stable=True).indices[:, : int(count.max())]
+    valid = torch.arange(order.size(1), device=flags.device) < count[:, None]
+    return order.masked_fill(~valid, fill), valid
+
+
+# Copied from hf_structure.structs.decoding._contract_cycles
+def _contract_cycles(arcs: torch.Tensor, alive: torch.Tensor, best_scores: torch.Tensor, best_heads: torch.Tensor):
+    """One level of `chu_liu_edmonds`: contract, in `arcs`, every cycle of the graphs node -> best_heads[node] into
+    its smallest node. Returns what unwinding the level needs (a dict), or None when no sentence has a cycle."""
+    batch_size, size = best_heads.shape  # size counts the extra node
+    nodes = torch.arange(size, device=arcs.device)
+    # A walk of `size` steps from any node ends on a cycle (or at ROOT, which points to itself): the nodes reached
+    # that way are exactly the cycles' nodes. Repeated squaring of the head map makes the walk log2(size) gathers.
+    walk = best_heads  # after k squarings: the node 2^k steps on from each node
+    smallest = nodes.expand(batch_size, size)  # the smallest node among the first 2^k steps from each node
+    for _ in range((size - 1).bit_length()):
+        smallest = torch.minimum(smallest, smallest.gather(1, walk))
+        walk = walk.gather(1, walk)
+    on_cycle = torch.zeros_like(alive).scatter_(1, walk, True) & alive
+    on_cycle[:, 0] = False
+    if not on_cycle.any():
+        return None
+    representative = torch.where(on_cycle, smallest, nodes)
+    cycle_nodes, valid = _first_true(on_cycle, fill=size - 1)  # (B, K)
+    cycle_reps, _ = _first_true(on_cycle & (representative == nodes), fill=size - 1)  # (B, C)
+    num_cycles = cycle_reps.size(1)
+    rank = (on_cycle & (representative == nodes)).long().cumsum(1) - 1  # a cycle's index among its sentence's
+    cycle_of = torch.where(valid, rank.gather(1, representative.gather(1, cycle_nodes)), num_cycles)  # (B, K)
+    # Entering a cycle at v replaces v's arc on the cycle: the gain is the arc minus that arc.
+    cycle_arc = torch.where(valid, best_scores.gather(1, cycle_nodes), 0.0)
+    cycle_arc = torch.where(torch.isfinite(cycle_arc), cycle_arc, 0.0)
+    rows = arcs.gather(1, cycle_nodes[:, :, None].expand(-1, -1, size)) - cycle_arc[:, :, None]  # (B, K, size)
+    # Columns: an arc into a cycle from u is u's best arc into any of its nodes (that node is remembered).
+    into = arcs.gather(2, cycle_nodes[:, None, :].expand(-1, size, -1))  # (B, size, K)
+    slot = cycle_of[:, None, :].expand(-1, size, -1)
+    best_into = into.new_full((batch_size, size, num_cycles + 1), float("-inf")).scatter_reduce(2, slot, into, "amax")
+    is_best = into == best_into.gather(2, slot)
+    exit_nodes = torch.full_like(best_into, size, dtype=torch.long).scatter_reduce(
+        2, slot, torch.where(is_best, cycle_nodes[:, None, :], size), "amin"
+    )
+    arcs.scatter_(2, cycle_reps[:, None, :].expand(-1, size, -1), best_into[..., :num_cycles])
+    # Rows: the cycle's arcs out are its nodes' adjusted arcs, columns merged as above.
+    merged_rows = arcs.gather(1, cycle_nodes[:, :, None].expand(-1, -1, size)) - cycle_arc[:, :, None]
+    out_of = merged_rows.new_full((batch_size, num_cycles + 1, size), float("-inf")).scatter_reduce(
+        1, cycle_of[:, :, None].expand(-1, -1, size), merged_rows, "amax"
+    )
+    arcs.scatter_(1, cycle_reps[:, :, None].expand(-1, -1, size), out_of[:, :num_cycles])
+    gone = on_cycle & (representative != nodes)
+    gone[:, -1] = True
+    arcs.masked_fill_(gone[:, :, None] | gone[:, None, :], float("-inf"))
+    arcs[:, nodes, nodes] = float("-inf")
+    return {
+        "representative": representative,
+        "on_cycle": on_cycle,
+        "cycle_heads": best_heads,
+        "cycle_nodes": cycle_nodes,
+        "cycle_of": cycle_of,
+        "rows": rows,
+        "rank": rank,
+        "exit_nodes": exit_nodes,
+        "alive": alive & ~gone,
+    }
+
+
+# Copied from hf_structure.structs.decoding._expand_cycles
+def _expand_cycles(level: dict, contracted_heads: torch.Tensor) -> torch.Tensor:
+    """The heads of a `_contract_cycles` level's graphs from the heads of its contracted graphs: a node outside the
+    cycles takes its head, or the remembered node of the cycle its head stands for; a cycle keeps its arcs but the
+    one replaced by its best entering arc (the smallest node among equals)."""
+    representative, on_cycle, cycle_nodes = level["representative"], level["on_cycle"], level["cycle_nodes"]
+    size = representative.size(1)
+    nodes = torch.arange(size, device=representative.device)
+    cycle_rep = on_cycle & (representative == nodes)
+    rank = level["rank"].clamp(min=0)
+    into_cycle = cycle_rep.gather(1, contracted_heads)
+    outside = torch.where(
+        into_cycle,
+        level["exit_nodes"].gather(2, rank.gather(1, contracted_heads)[:, :, None]).squeeze(2),
+        contracted_heads,
+    )
+    # A cycle attaches where its representative does: each node's best arc from that group, the best one enters.
+    target = contracted_heads.gather(1, representative.gather(1, cycle_nodes))  # (B, K)
+    candidates = representative[:, None, :] == target[:, :, None]
+    entry_scores, entry_heads = level["rows"].masked_fill(~candidates, float("-inf")).max(-1)
+    cycle_of = level["cycle_of"]
+    best = entry_scores.new_full((entry_scores.size(0), int(cycle_of.max()) + 1), float("-inf"))
+    best = best.scatter_reduce(1, cycle_of, entry_scores, "amax")
+    is_best = (entry_scores == best.gather(1, cycle_of)) & (cycle_nodes < size - 1)
+    first = torch.full_like(best, size, dtype=torch.long).scatter_reduce(
+        1, cycle_of, torch.where(is_best, cycle_nodes, size), "amin"
+    )
+    enters = first.gather(1, cycle_of) == cycle_nodes
+    inside = torch.where(enters, entry_heads, level["cycle_heads"].gather(1, cycle_nodes))
+    heads = torch.where(on_cycle, 0, outside).scatter(1, cycle_nodes, inside)
+    heads[:, 0] = 0
+    heads[:, -1] = 0
+    return heads
+
+
+# Copied from hf_structure.structs.decoding._chu_liu_edmonds_batched
+def _chu_liu_edmonds_batched(scores: torch.Tensor, mask: torch.Tensor, single_root: bool) -> torch.Tensor:
+    """`chu_liu_edmonds` for a whole batch at once in torch.
+
+    Every node takes its best head; all cycles of all sentences are then contracted at once, in place (a cycle
+    becomes its smallest node; an arc entering it at v scores the arc minus v's arc on the cycle), until no cycle
+    remains; unwinding the levels breaks each cycle where its chosen entering arc points. Each level is a few tensor
+    operations over the whole batch and keeps only the rows of its cycles' nodes for the unwinding, so memory stays
+    O(B L^2) however deep the cycles nest (arc scores from p_D nest about one level per word). Uses
+    `_contract_cycles`, `_first_true` and `_expand_cycles`.
+    """
+    batch_size, size, _ = scores.shape
+    # One extra node (index `size`, never alive) absorbs the writes of padded entries of the per-level tables.
+    nodes = torch.arange(size + 1, device=scores.device)
+    alive = torch.nn.functional.pad(mask, (0, 1), value=False)
+    alive[:, 0] = True  # ROOT is a node of every sentence's graph
+    arcs = torch.nn.functional.pad(scores.detach().to(torch.float64), (0, 1, 0, 1), value=float("-inf"))
+    arcs.masked_fill_(~(alive[:, :, None] & alive[:, None, :]), float("-inf"))
+    arcs[:, nodes, nodes] = float("-inf")
+    arcs[:, 0] = float("-inf")  # ROOT takes no head
+    if single_root:
+        finite = torch.isfinite(arcs)
+        highest = arcs.masked_fill(~finite, float("-inf")).amax((1, 2))
+        lowest = arcs.masked_fill(~finite, float("inf")).amin((1, 2))
+        spread = torch.where(finite.flatten(1).any(-1), highest - lowest, 0.0)
+        arcs[:, 1:, 0] -= (mask.sum(-1) * spread + 1)[:, None]
+    levels = []
+    while True:
+        best_scores, best_heads = arcs.max(-1)
+        best_heads = best_heads.masked_fill(~alive, 0)
+        level = _contract_cycles(arcs, alive, best_scores, best_heads)
+        if level is None:
+            break
+        levels.append(level)
+        alive = level["alive"]
+    heads = best_heads
+    for level in reversed(levels):
+        heads = _expand_cycles(level, heads)
+    return heads[:, :size].masked_fill(~mask, 0)
+
+
+# Copied from hf_structure.structs.decoding.chu_liu_edmonds
+def chu_liu_edmonds(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
+    """Best (non-projective) dependency tree of each sentence, by Chu-Liu/Edmonds; see the module conventions.
+
+    With `single_root`, every finite arc to ROOT is lowered by more than any two trees' scores can differ, so a tree
+    with one root arc beats every tree with more (the reweighting of Stanojević & Cohen 2021): the best tree found is
+    the best single-root tree whenever one exists. Computed in float64. Decodes with the compiled decoder where
+    `ufal.chu_liu_edmonds` is installed (on the PTB dev sample's p_D scores, 0.12 s against 0.87 s for the batched
+    torch code, with the same heads); otherwise batches of one or two sentences one sentence at a time and larger
+    batches with the batched torch code. Uses `_chu_liu_edmonds_compiled`, `_chu_liu_edmonds_per_sentence`,
+    `_sentence_arcs`, `_max_arborescence`, `_find_cycle`, `_chu_liu_edmonds_batched`, `_contract_cycles`,
+    `_first_true` and `_expand_cycles`.
+    """
+    if compiled_chu_liu_edmonds is not None:
+        return _chu_liu_edmonds_compiled(scores, mask, single_root)
+    if len(scores) < 3:  # a batched level costs about as much as one sentence's whole recursion
+        return _chu_liu_edmonds_per_sentence(scores, mask, single_root)
+    return _chu_liu_edmonds_batched(scores, mask, single_root)
+
+
+# Copied from hf_structure.structs.decoding._eisner_backtrack
+def _eisner_backtrack(complete_split: list, incomplete_split: list, length: int) -> list[int]:
+    """Heads (ROOT's 0 first) of the tree that `eisner`'s split charts of one sentence store."""
+    heads = [0] * (length + 1)
+    stack = [(0, length, True)]  # (head, far end, complete?) of the spans still to read
+    while stack:
+        head, end, is_complete = stack.pop()
+        if head == end:
+            continue
+        if is_complete:
+            split = complete_split[head][end]
+            stack += [(head, split, False), (split, end, True)]
+        else:
+            heads[end] = head
+            split = incomplete_split[head][end]
+            left, right = min(head, end), max(head, end)
+            stack += [(left, split, True), (right, split + 1, True)]
+    return heads
+
+
+# Copied from hf_structure.structs.decoding.eisner
+def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -> torch.Tensor:
+    """Best projective dependency tree of each sentence (Eisner's algorithm), batched; see the module conventions.
+
+    With `single_root`, exactly one word attaches to ROOT: ROOT may only close a span at the last word, so its only
+    arc is the one that spans the whole sentence. Uses `_eisner_backtrack`.
+    """
+    scores = scores.detach()
+    batch_size, seq_len, _ = scores.shape
+    lengths = mask.sum(-1)
+    arcs = scores.transpose(1, 2)  # arcs[b, h, d]: score of the arc h -> d
+    # Charts over pairs (h, e) of a head h and the far end e of its span, e on either side of h:
+    # complete[b, h, e]: h and its dependents between h and e (those have all their own dependents);
+    # incomplete[b, h, e]: the same with the arc h -> e, whose own dependents on the far side are still missing.
+    complete = scores.new_full(scores.shape, float("-inf"))
+    complete.diagonal(dim1=1, dim2=2).fill_(0)
+    incomplete = torch.full_like(complete, float("-inf"))
+    complete_split = torch.zeros(scores.shape, dtype=torch.long, device=scores.device)
+    incomplete_split = torch.zeros_like(complete_split)
+    for width in range(1, seq_len):
+        starts = torch.arange(seq_len - width, device=scores.device)
+        ends = starts + width
+        splits = starts[:, None] + torch.arange(width, device=scores.device)  # r in [start, end), one row a span
+        # incomplete: complete(start -> r) + complete(end -> r + 1) + the arc between start and end
+        best, arg = (complete[:, starts[:, None], splits] + complete[:, ends[:, None], splits + 1]).max(-1)
+        incomplete[:, starts, ends] = best + arcs[:, starts, ends]
+        incomplete[:, ends, starts] = best + arcs[:, ends, starts]
+        incomplete_split[:, starts, ends] = incomplete_split[:, ends, starts] = starts + arg
+        # complete to the left: incomplete(end -> r) + complete(r -> start), r in [start, end)
+        best, arg = (incomplete[:, ends[:, None], splits] + complete[:, splits, starts[:, None]]).max(-1)
+        complete[:, ends, starts] = best
+        complete_split[:, ends, starts] = starts + arg
+        # complete to the right: incomplete(start -> r) + complete(r -> end), r in (start, end]
+        best, arg = (incomplete[:, starts[:, None], splits + 1] + complete[:, splits + 1, ends[:, None]]).max(-1)
+        complete[:, starts, ends] = best
+        complete_split[:, starts, ends] = starts + 1 + arg
+        if single_root:
+            complete[:, 0, width].masked_fill_(lengths != width, float("-inf"))
+    heads = torch.zeros(batch_size, seq_len, dtype=torch.long)
+    for b, (length, complete_b, incomplete_b) in enumerate(
+        zip(lengths.tolist(), complete_split.tolist(), incomplete_split.tolist())
+    ):
+        heads[b, : length + 1] = torch.tensor(_eisner_backtrack(complete_b, incomplete_b, length))
+    return heads.to(scores.device)
+
+
+# Copied from hf_structure.structs.trees.distances_to_spans
+def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
+    """Algorithm 1: split top-down at the largest distance. Returns the binary tree's constituents as 0-based
+    `(start, end)` spans, end exclusive, root first (then each left subtree before its right), words (length-1 spans)
+    included. Ties go to the leftmost split, as `argmax` does.
+
+    The tree is the splits' Cartesian tree, built left to right with a stack in O(n) (searching each span for its
+    largest split is O(n^2) on skewed trees): a split's left child is the last split it pops, and it becomes the
+    right child of the split left on the stack; a split pops only strictly smaller ones, so of equal splits the
+    leftmost ends on top."""
+    left, right = [-1] * len(distances), [-1] * len(distances)
+    stack: list[int] = []
+    for split, distance in enumerate(distances):
+        while stack and distances[stack[-1]] < distance:
+            left[split] = stack.pop()
+        if stack:
+            right[stack[-1]] = split
+        stack.append(split)
+    spans = []
+    pending = [(stack[0] if stack else -1, 0, len(distances) + 1)]  # (split at the top of the span or -1, span)
+    while pending:
+        split, start, end = pending.pop()
+        spans.append((start, end))
+        if split >= 0:
+            pending.append((right[split], split + 1, end))
+            pending.append((left[split], start, split + 1))
+    return spans
 
 
 __all__ = [
