@@ -106,6 +106,36 @@ class R2D2LanguageModelingOutput(ModelOutput):
     split_entropy: torch.Tensor | None = None
 
 
+class R2D2FeedForward(nn.Sequential):
+    """The composition layer's feed-forward block: expand, GELU, dropout, contract. A `Sequential` (parameters
+    `0.*` and `3.*`) whose parts have names: `R2D2CompositionLayer.forward` runs them one by one, drawing the
+    dropout's mask with its other masks (`dropout_multipliers`)."""
+
+    def __init__(self, config):
+        super().__init__(
+            nn.Linear(config.hidden_size, config.intermediate_size),
+            nn.GELU(),
+            nn.Dropout(config.hidden_dropout_prob),
+            nn.Linear(config.intermediate_size, config.hidden_size),
+        )
+
+    @property
+    def expand(self) -> nn.Linear:
+        return self[0]
+
+    @property
+    def activation(self) -> nn.Module:
+        return self[1]
+
+    @property
+    def dropout(self) -> nn.Dropout:
+        return self[2]
+
+    @property
+    def contract(self) -> nn.Linear:
+        return self[3]
+
+
 class R2D2CompositionLayer(nn.Module):
     """One post-LayerNorm Transformer layer over the composition's inputs [tasks..., left, right], role embeddings
     added to queries and keys (as the authors' code). Each task input attends to itself, left and right; left and
@@ -121,13 +151,7 @@ class R2D2CompositionLayer(nn.Module):
         self.output = nn.Linear(config.hidden_size, config.hidden_size)
         self.attention_dropout = config.attention_probs_dropout_prob
         self.attention_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        # Index 2 holds the inner dropout's p: `forward` runs the parts itself and draws that mask with its others.
-        self.feed_forward = nn.Sequential(
-            nn.Linear(config.hidden_size, config.intermediate_size),
-            nn.GELU(),
-            nn.Dropout(config.hidden_dropout_prob),
-            nn.Linear(config.intermediate_size, config.hidden_size),
-        )
+        self.feed_forward = R2D2FeedForward(config)
         self.feed_forward_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -161,7 +185,7 @@ class R2D2CompositionLayer(nn.Module):
         sites = [
             ((count, length, 3, self.num_heads), self.attention_dropout),
             ((count, length, dim), self.dropout.p),
-            ((count, length, self.feed_forward[0].out_features), self.feed_forward[2].p),
+            ((count, length, self.feed_forward.expand.out_features), self.feed_forward.dropout.p),
             ((count, length, dim), self.dropout.p),
         ]
         multipliers = [None] * len(sites)
@@ -206,10 +230,10 @@ class R2D2CompositionLayer(nn.Module):
         attended = probs[:, :, 0, :, None] * values + (probs[:, :, 1:, :, None] * pair_values).sum(2)
         out = self.output(attended.view(count, length, dim))
         hidden = self.attention_norm(hidden + (out if keep[1] is None else out * keep[1]))
-        inner = self.feed_forward[1](self.feed_forward[0](hidden))
+        inner = self.feed_forward.activation(self.feed_forward.expand(hidden))
         if keep[2] is not None:
             inner = inner * keep[2]
-        out = self.feed_forward[3](inner)
+        out = self.feed_forward.contract(inner)
         return self.feed_forward_norm(hidden + (out if keep[3] is None else out * keep[3]))
 
 
