@@ -20,7 +20,7 @@ import time
 import torch
 from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
 
-from hf_structure.hub.records import cpu_flags, machine_description
+from hf_structure.machine import cpu_flags, machine_description
 from hf_structure.structs.arc_hybrid import minimal_feature_dp, stack_size_dp
 from hf_structure.structs.decoding import eisner
 

@@ -303,7 +303,7 @@ def identical_parses(first: dict, second: dict) -> int:
 
 def pipeline_comparison(args) -> None:
     from hf_structure.data.conllu_format import read_conllu
-    from hf_structure.hub.records import machine_description
+    from hf_structure.machine import machine_description
 
     if args.quick:
         args.limit, args.rounds, args.profile_sentences = 16, 1, 8

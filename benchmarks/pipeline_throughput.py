@@ -33,7 +33,7 @@ import torch  # noqa: E402
 
 import hf_structure  # noqa: E402,F401  (registers the model classes and the pipeline task)
 from hf_structure.bundled import DEFAULT_MODEL, resolve_model_path  # noqa: E402
-from hf_structure.hub.records import machine_description  # noqa: E402
+from hf_structure.machine import machine_description  # noqa: E402
 
 
 def build_random_model(folder: Path, sentences: list[list[str]], tiny: bool) -> Path:

@@ -23,7 +23,7 @@ import torch  # noqa: E402
 import hf_structure  # noqa: E402,F401
 from hf_structure.data.text import ptb_lm_lines  # noqa: E402
 from hf_structure.data.tokenization import build_word_tokenizer  # noqa: E402
-from hf_structure.hub.records import cpu_flags, machine_description  # noqa: E402
+from hf_structure.machine import cpu_flags, machine_description  # noqa: E402
 from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling  # noqa: E402
 from tests.helpers.reference_r2d2 import chart_tree_spans, pruned_chart_loop, tree_spans  # noqa: E402
 

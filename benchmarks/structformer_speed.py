@@ -88,7 +88,7 @@ IMPLEMENTATIONS = {
 
 
 def machine_summary() -> str:
-    from hf_structure.hub.records import cpu_flags, machine_description
+    from hf_structure.machine import cpu_flags, machine_description
 
     flags = cpu_flags()
     bf16 = [f for f in ("avx512_bf16", "amx_bf16", "avx512f") if f in flags] or ["none of avx512f/avx512_bf16/amx_bf16"]

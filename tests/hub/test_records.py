@@ -1,35 +1,10 @@
-"""The records module (`hf_structure.hub.records`): the one place that reads and writes a checkpoint's two records
-and describes the machine (from `/proc/cpuinfo` where Linux has it)."""
+"""The records module (`hf_structure.hub.records`): the one place that reads and writes a checkpoint's two records."""
 
 import json
 
 import pytest
 
 from hf_structure.hub import records
-
-CPUINFO = (
-    "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx2 avx512f\n\n"
-    "processor\t: 1\nmodel name\t: another\nflags\t\t: fpu\n\n"
-)
-
-
-def test_the_cpu_is_read_from_the_first_processor_of_cpuinfo(tmp_path):
-    path = tmp_path / "cpuinfo"
-    path.write_text(CPUINFO)
-    assert records.cpu_info(path)["vendor_id"] == "AuthenticAMD"
-    assert records.cpu_model(path) == "AMD EPYC 7B13"
-    assert records.cpu_flags(path) == {"fpu", "sse2", "avx2", "avx512f"}
-    assert records.cpu_info(tmp_path / "missing") == {} and records.cpu_flags(tmp_path / "missing") == set()
-    assert records.cpu_model(tmp_path / "missing")  # other systems: what `platform` knows
-
-
-def test_the_machine_description_names_threads_cpu_gpu_and_torch(monkeypatch):
-    import torch
-
-    monkeypatch.setattr(records, "cpu_model", lambda: "AMD EPYC 7B13")
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert records.machine_description() == f"2 CPU threads (AMD EPYC 7B13), no GPU, torch {torch.__version__}"
 
 
 def test_a_training_record_is_written_with_the_machine_and_its_required_keys(tmp_path, monkeypatch):

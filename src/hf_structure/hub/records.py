@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 from pathlib import Path
+
+from ..machine import machine_description
 
 EVAL_RECORD = "hf_structure_eval.json"
 TRAINING_RECORD = "hf_structure_training.json"
@@ -149,42 +150,3 @@ def load_training_record(model_dir: str | os.PathLike) -> dict:
     )
     record.setdefault("wsj_00_01_excluded", "--include_wsj_00_01" not in record["command"])
     return record
-
-
-# ------------------------------------------------------------------------------------------------------ the machine
-
-CPUINFO = "/proc/cpuinfo"
-
-
-def cpu_info(cpuinfo: str | os.PathLike = CPUINFO) -> dict[str, str]:
-    """The first processor's fields as Linux's `/proc/cpuinfo` lists them (`model name`, `flags` ...); empty where
-    it cannot be read (other systems)."""
-    try:
-        text = Path(cpuinfo).read_text()
-    except OSError:
-        return {}
-    fields = {}
-    for line in text.strip().split("\n\n")[0].splitlines():
-        key, colon, value = line.partition(":")
-        if colon:
-            fields.setdefault(key.strip(), value.strip())
-    return fields
-
-
-def cpu_flags(cpuinfo: str | os.PathLike = CPUINFO) -> set[str]:
-    """The CPU's feature flags (`avx512_bf16`, `amx_bf16` ...); empty where they cannot be read."""
-    return set(cpu_info(cpuinfo).get("flags", "").split())
-
-
-def cpu_model(cpuinfo: str | os.PathLike = CPUINFO) -> str:
-    """The CPU's model name, e.g. `AMD EPYC 7B13` (elsewhere than Linux, what `platform` knows)."""
-    return cpu_info(cpuinfo).get("model name") or platform.processor() or platform.machine() or "unknown CPU"
-
-
-def machine_description() -> str:
-    """How the records (and the benchmarks) name the machine: the CPU threads torch uses and the CPU's model, the
-    GPU torch sees, and torch's version, e.g. `2 CPU threads (AMD EPYC 7B13), no GPU, torch 2.13.0`."""
-    import torch
-
-    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
-    return f"{torch.get_num_threads()} CPU threads ({cpu_model()}), {gpu}, torch {torch.__version__}"

@@ -6,7 +6,7 @@ import logging
 import torch
 from transformers import TrainingArguments
 
-from ..hub.records import cpu_flags
+from ..machine import cpu_flags
 
 logger = logging.getLogger(__name__)
 
