@@ -61,7 +61,7 @@ def naive_scores(model, batch):
 
 def naive_parse(model, tokenizer, words):
     """One sentence, one transition at a time, the whole encoder re-run at each step."""
-    from hf_structure.layers import first_piece_positions
+    from hf_structure.data.tokenization import first_piece_positions
     from hf_structure.models.g2gtr.modeling_g2gtr import configuration_slot_positions, initial_piece_relations
     from hf_structure.structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
 

@@ -5,7 +5,7 @@ change (`G2GTrDecodingCache`), with it."""
 
 import torch
 
-from hf_structure.layers import encode_word_pieces
+from hf_structure.data.tokenization import encode_word_pieces
 from hf_structure.models.g2gtr.modeling_g2gtr import (
     TO_DEPENDENT,
     TO_HEAD,

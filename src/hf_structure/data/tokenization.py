@@ -1,8 +1,12 @@
-"""Word-level tokenizers that map raw words the way the Mikolov PTB language-model text was made."""
+"""Words as a model reads them: word-level tokenizers that map raw words the way the Mikolov PTB language-model text
+was made (`build_word_tokenizer`, `encode_words`), and pre-split sentences as word pieces with where each word
+starts (`encode_word_pieces`: the supervised parsers read a word at its first piece)."""
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 
+import torch
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
@@ -67,3 +71,59 @@ def encode_words(sentences, tokenizer, max_words: int):
                 "one token per word"
             )
     return encoded
+
+
+def first_piece_positions(word_ids: list, length: int) -> list[int]:
+    """Position of each word's first piece, ROOT (`[CLS]`, position 0) first: `first[word]`, word 0..n."""
+    first = [0] * (length + 1)
+    for position in reversed(range(len(word_ids))):
+        if word_ids[position] is not None:
+            first[word_ids[position] + 1] = position
+    return first
+
+
+def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
+    """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
+    `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
+    P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
+    character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
+    than `max_pieces` pieces."""
+    for index, words in enumerate(sentences):
+        if not words:
+            raise ValueError(f"sentence {index}: no word")
+    sentences = [list(words) for words in sentences]
+    # verbose=False: the length is checked below, in the caller's terms, without transformers' "indexing errors".
+    encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
+    word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    if any(len({w for w in ids if w is not None}) != len(words) for ids, words in zip(word_ids, sentences)):
+        sentences = [
+            [word if tokenizer.tokenize(word) else tokenizer.unk_token for word in words] for words in sentences
+        ]
+        encoded = tokenizer(sentences, is_split_into_words=True, padding=True, return_tensors="pt", verbose=False)
+        word_ids = [encoded.word_ids(b) for b in range(len(sentences))]
+    piece_counts = encoded["attention_mask"].sum(-1).tolist()
+    for index, count in enumerate(piece_counts):
+        if count > max_pieces:
+            raise ValueError(f"sentence {index}: {too_many_pieces(count, max_pieces)}")
+    first_pieces = torch.zeros(len(sentences), max(map(len, sentences)) + 2, dtype=torch.long)
+    for b, (ids, words) in enumerate(zip(word_ids, sentences)):
+        first_pieces[b, : len(words) + 1] = torch.tensor(first_piece_positions(ids, len(words)))
+    return {
+        "input_ids": encoded["input_ids"],
+        "attention_mask": encoded["attention_mask"],
+        "first_pieces": first_pieces,
+        "lengths": torch.tensor([len(words) for words in sentences]),
+    }
+
+
+def too_many_pieces(count: int, max_pieces: int) -> str:
+    """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
+    return f"{count} word pieces; this model reads at most {max_pieces}"
+
+
+def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
+    """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
+    and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
+    before batching, so that its error names the caller's item rather than a position in a batch."""
+    count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
+    return too_many_pieces(count, max_pieces) if count > max_pieces else None

@@ -101,7 +101,7 @@ def test_decoding_is_exact_gives_single_rooted_projective_trees_and_does_not_dep
     from tests.helpers.arc_hybrid_derivations import all_derivations, stack_size_score
 
     sentence = ["the", "old", "man", "sat"]
-    from hf_structure.layers import encode_word_pieces
+    from hf_structure.data.tokenization import encode_word_pieces
 
     inputs = encode_word_pieces([sentence], tokenizer, 64)
     with torch.no_grad():
@@ -120,7 +120,7 @@ def test_decoding_is_exact_gives_single_rooted_projective_trees_and_does_not_dep
 def test_parsing_encodes_sentences_of_similar_piece_counts_together_with_the_scores_of_the_whole_batch(
     parser, monkeypatch
 ):
-    from hf_structure.layers import encode_word_pieces
+    from hf_structure.data.tokenization import encode_word_pieces
 
     model, tokenizer = parser
     # piece counts 9, 3 (one word), 5, 8, 4: groups of two, padded to 4, 8 and 9 pieces, not all to 9

@@ -4,7 +4,7 @@ gives trees and does not depend on the batch, and an exported folder parses the 
 import pytest
 import torch
 
-from hf_structure.layers import encode_word_pieces
+from hf_structure.data.tokenization import encode_word_pieces
 from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
 from hf_structure.models.g2gtr.modeling_g2gtr import TO_DEPENDENT, TO_HEAD, initial_piece_relations
 from hf_structure.models.g2gtr.training_g2gtr import (

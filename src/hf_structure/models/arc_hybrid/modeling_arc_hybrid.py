@@ -380,7 +380,7 @@ def rows_of(inputs: dict, rows: range) -> dict:
 # Below: definitions copied from hf_structure that only the code above calls, once this module is imported.
 
 
-# Copied from hf_structure.layers.first_piece_positions
+# Copied from hf_structure.data.tokenization.first_piece_positions
 def first_piece_positions(word_ids: list, length: int) -> list[int]:
     """Position of each word's first piece, ROOT (`[CLS]`, position 0) first: `first[word]`, word 0..n."""
     first = [0] * (length + 1)
@@ -390,13 +390,13 @@ def first_piece_positions(word_ids: list, length: int) -> list[int]:
     return first
 
 
-# Copied from hf_structure.layers.too_many_pieces
+# Copied from hf_structure.data.tokenization.too_many_pieces
 def too_many_pieces(count: int, max_pieces: int) -> str:
     """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
     return f"{count} word pieces; this model reads at most {max_pieces}"
 
 
-# Copied from hf_structure.layers.encode_word_pieces
+# Copied from hf_structure.data.tokenization.encode_word_pieces
 def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
     """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
     `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
@@ -431,7 +431,7 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
     }
 
 
-# Copied from hf_structure.layers.word_piece_length_error
+# Copied from hf_structure.data.tokenization.word_piece_length_error
 def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str | None:
     """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
     and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence

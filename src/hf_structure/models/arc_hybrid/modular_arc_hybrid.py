@@ -27,7 +27,7 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from ...configuration_utils import StructureConfig, nested_encoder_config
-from ...layers import encode_word_pieces, word_piece_length_error
+from ...data.tokenization import encode_word_pieces, word_piece_length_error
 from ...structs.arc_hybrid import stack_size_dp
 from ...structs.decoding import eisner
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoTokenizer, BertModel
 
-from ...layers import encode_word_pieces
+from ...data.tokenization import encode_word_pieces
 from ...structs.arc_hybrid import stack_size_events, static_oracle
 from ...structs.trees import projectivize
 from ...training import ParserTraining

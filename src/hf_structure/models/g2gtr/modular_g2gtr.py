@@ -29,7 +29,7 @@ from transformers.activations import ACT2FN
 from transformers.utils import ModelOutput
 
 from ...configuration_utils import StructureConfig, nested_encoder_config
-from ...layers import encode_word_pieces, word_piece_length_error
+from ...data.tokenization import encode_word_pieces, word_piece_length_error
 from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
 
 

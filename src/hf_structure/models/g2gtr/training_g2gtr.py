@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
-from ...layers import first_piece_positions
+from ...data.tokenization import first_piece_positions
 from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration, swap_oracle
 from ...training import ParserTraining
 from ...training.arguments import PretrainedEncoderArguments
