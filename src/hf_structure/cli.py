@@ -330,39 +330,48 @@ class _Writer:
         if self.svg and parsed:
             self._save_svgs(unit, parses)
         if self.output_format == "json":
-            for parse in parses:
-                if split:
-                    parse = {"line": unit.number, **parse}
-                elif unit.conllu and "sent_id" in unit.conllu.metadata:
-                    parse = {"sent_id": unit.conllu.metadata["sent_id"], **parse}
-                self.output.write(json.dumps(parse, ensure_ascii=False) + "\n")
+            self._write_json(unit, parses, split)
         elif self.output_format == "conllu" and unit.conllu:
             from .data.conllu_format import conllu_with_parse
 
             self.output.write(conllu_with_parse(unit.conllu, parses[0] if parsed else None, parses[0].get("error")))
-        elif not parsed:  # a comment block in the sentence's place keeps the alignment
-            from .data.conllu_format import comment_block
-
-            error = parses[0].get("error")
-            comments = {"text": unit.text, "error": error} if error else {"empty line": None}
-            if split and self.output_format == "conllu":
-                self.output.write(comment_block({"newpar": None, **comments}))
-            else:
-                self.output.write(comment_block(comments, unit.number))
+        elif not parsed:
+            self._write_unparsed(unit, parses[0].get("error"), split)
         elif self.output_format == "conllu":
-            from .data.conllu_format import parse_to_conllu
-
-            for k, parse in enumerate(parses):
-                if split:
-                    self.sentences += 1
-                    self.output.write(parse_to_conllu(parse, self.sentences, parse.get("text"), newpar=k == 0))
-                else:
-                    self.output.write(parse_to_conllu(parse, unit.number, unit.text))
+            self._write_conllu(unit, parses, split)
         else:
             from .visualization import draw_text
 
             for parse in parses:
                 self.output.write(draw_text(parse) + "\n\n")  # a blank line between sentences, as in CoNLL-U
+
+    def _write_json(self, unit: _Unit, parses: list[dict], split: bool) -> None:
+        for parse in parses:
+            if split:
+                parse = {"line": unit.number, **parse}
+            elif unit.conllu and "sent_id" in unit.conllu.metadata:
+                parse = {"sent_id": unit.conllu.metadata["sent_id"], **parse}
+            self.output.write(json.dumps(parse, ensure_ascii=False) + "\n")
+
+    def _write_unparsed(self, unit: _Unit, error: str | None, split: bool) -> None:
+        """A comment block in the place of a blank or refused unit, which keeps the output aligned with the input."""
+        from .data.conllu_format import comment_block
+
+        comments = {"text": unit.text, "error": error} if error else {"empty line": None}
+        if split and self.output_format == "conllu":
+            self.output.write(comment_block({"newpar": None, **comments}))
+        else:
+            self.output.write(comment_block(comments, unit.number))
+
+    def _write_conllu(self, unit: _Unit, parses: list[dict], split: bool) -> None:
+        from .data.conllu_format import parse_to_conllu
+
+        for k, parse in enumerate(parses):
+            if split:
+                self.sentences += 1
+                self.output.write(parse_to_conllu(parse, self.sentences, parse.get("text"), newpar=k == 0))
+            else:
+                self.output.write(parse_to_conllu(parse, unit.number, unit.text))
 
     def _save_svgs(self, unit: _Unit, parses: list[dict]) -> None:
         from .visualization import save_svg
