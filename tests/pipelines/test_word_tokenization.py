@@ -475,6 +475,11 @@ SENTENCE_CASES = [
         ["The U.S. economy grew, e.g. Jobs rose.", "Apple Inc. Chairman spoke."],
     ),
     ("So did I. Then we left.", ["So did I.", "Then we left."]),  # "I" is no initial
+    # ... except that a dotted one before a word that mostly starts sentences (they, the, it ...) ends one.
+    (
+        "Washington, D.C. They liked it. The U.S. Army came to the U.S. In May.",
+        ["Washington, D.C.", "They liked it.", "The U.S. Army came to the U.S.", "In May."],
+    ),
     # A lowercase word or a digit after a period does not start a sentence; a lowercase one after ? or ! neither.
     ("See p. 5 and fig. 3. It is 3.5 cm. it grows.", ["See p. 5 and fig. 3.", "It is 3.5 cm. it grows."]),
     ("\u201cWhy?\u201d she asked. \u201cBecause.\u201d", ["\u201cWhy?\u201d she asked.", "\u201cBecause.\u201d"]),

@@ -337,6 +337,7 @@ _OPENERS = "\"'(\\[{\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1`"
 _CANDIDATE_END = re.compile(rf"(?<!\S)(\S*?)([{_TERMINATORS}]+)([{_CLOSERS}]*)(?=\s|$)")
 # A blank line (two newlines with only other whitespace between) or a paragraph separator always ends a sentence.
 _BLANK_LINE = re.compile(r"(?:\n[^\S\n]*\n|\u2029)\s*")
+_NEXT_FULL_WORD = re.compile(rf"\s*[{_OPENERS}]*(\w*)")
 _NEXT_WORD = re.compile(rf"\s*[{_OPENERS}]*(\S?)")
 _HAS_WORD_CHARACTER = re.compile(r"\w")
 
@@ -350,6 +351,12 @@ ABBREVIATIONS = frozenset(
     "esp cf ca et incl misc tel ext yr yrs hr hrs spec rec mm cm km mg kg ml lb lbs oz".split()
 )
 _DOTTED_ABBREVIATION = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")
+# Words that start a sentence far more often than they follow a name's period ("Washington, D.C. They ..."): after
+# a dotted abbreviation (D.C., U.S.) such a capitalised word begins a new sentence.
+SENTENCE_STARTERS = frozenset(
+    "the a an this that these those there they it he she we i you his her its their our my but and so if when "
+    "what why how in on at for as after before however also then".split()
+)
 
 
 def _keeps_period(word: str) -> bool:
@@ -375,6 +382,8 @@ def _ends_sentence(text: str, match: re.Match, paragraph_end: int) -> bool:
         return not any(mark in terminators for mark in ".\u2026")  # ? or !; an ellipsis pauses (wait... and)
     if terminators != ".":
         return True
+    if _DOTTED_ABBREVIATION.fullmatch(word):
+        return _NEXT_FULL_WORD.match(text, match.end(), paragraph_end).group(1).lower() in SENTENCE_STARTERS
     return not (_keeps_period(word) and not word.isdigit())
 
 
