@@ -193,6 +193,40 @@ def test_short_names_resolve_locally_in_transformers_pipeline(tmp_path):
     assert len(heads) == 3 and heads.count(0) == 1
 
 
+def test_the_auto_classes_load_bundled_short_names_without_the_hub(tmp_path):
+    # Offline with an empty Hub cache, as above: a lookup would fail at once instead of loading.
+    names = sorted(bundled_checkpoints())
+    code = (
+        "import json, hf_structure\n"
+        "from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer\n"
+        f"names = {names!r}\n"
+        "loaded = {name: [type(AutoModel.from_pretrained(name)).__name__, AutoConfig.from_pretrained(name).model_type,"
+        " len(AutoTokenizer.from_pretrained(name)) > 0] for name in names}\n"
+        "loaded['masked'] = type(AutoModelForMaskedLM.from_pretrained('structformer-ptb')).__name__\n"
+        "try:\n"
+        "    AutoConfig.from_pretrained('not-a-bundled-model')\n"
+        "except OSError:\n"
+        "    loaded['other names reach transformers'] = True\n"
+        "print(json.dumps(loaded))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"), PYTHONPATH=str(ROOT / "src"))
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    loaded = json.loads(run.stdout.strip().splitlines()[-1])
+    assert loaded.pop("masked") == "StructFormerForMaskedLM" and loaded.pop("other names reach transformers")
+    expected = {
+        "structformer-ptb": "StructFormerModel",
+        "g2gtr-ewt": "G2GTrForParsing",
+        "arc-hybrid-ewt": "ArcHybridForParsing",
+    }
+    assert {name: model for name, (model, _, _) in loaded.items()} == {n: expected[n] for n in names}
+    assert all(has_vocabulary for _, _, has_vocabulary in loaded.values())
+    assert "Loading weights" not in run.stderr  # loaded as the pipeline loads them
+
+
 def test_an_unknown_bare_name_is_refused_with_the_bundled_names_and_never_reaches_the_hub(monkeypatch, tmp_path):
     import socket
 

@@ -1,10 +1,13 @@
 """Registers the `unsupervised-parsing` task with transformers' pipeline registry, and lets `transformers.pipeline`
-take the bundled short names (`pipeline("unsupervised-parsing", model="structformer-ptb")`) without a Hub lookup."""
+and the Auto classes' `from_pretrained` take the bundled short names (`pipeline("unsupervised-parsing",
+model="structformer-ptb")`, `AutoModel.from_pretrained("g2gtr-ewt")`) without a Hub lookup."""
 
 import functools
+import os
 
 import transformers
 from transformers import AutoModel
+from transformers.models.auto.auto_factory import _BaseAutoModelClass
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from ..bundled import DEFAULT_MODEL, bundled_checkpoints, check_model_folder, quiet_weight_files, resolve_model_path
@@ -62,6 +65,39 @@ def _resolving_short_names(pipeline_factory):
 # `from transformers import pipeline` made after `import hf_structure` gets the resolving version too.
 transformers.pipelines.pipeline = _resolving_short_names(transformers.pipelines.pipeline)
 transformers.pipeline = transformers.pipelines.pipeline
+
+
+def _resolving_bundled_names(owner: type) -> None:
+    """`owner.from_pretrained` (a classmethod) with a bundled short name that is no local path replaced by its
+    folder, so that `AutoModel.from_pretrained("structformer-ptb")` loads the bundled model without a Hub lookup
+    (which, offline, retries for half a minute and fails); every other name passes through unchanged."""
+    if "from_pretrained" not in vars(owner):  # inherited: the class that defines it is wrapped
+        return
+    from_pretrained = vars(owner)["from_pretrained"].__func__
+    if getattr(from_pretrained, "resolves_hf_structure_names", False):
+        return
+
+    @functools.wraps(from_pretrained)
+    def resolving(cls, pretrained_model_name_or_path, *args, **kwargs):
+        name = pretrained_model_name_or_path
+        if not (isinstance(name, str) and not os.path.exists(name) and name in bundled_checkpoints()):
+            return from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs)
+        with quiet_weight_files():  # as the pipeline loads them
+            return from_pretrained(cls, str(bundled_checkpoints()[name]), *args, **kwargs)
+
+    resolving.resolves_hf_structure_names = True
+    owner.from_pretrained = classmethod(resolving)
+
+
+def _auto_model_classes(base: type = _BaseAutoModelClass) -> list[type]:
+    """`base` and every Auto class made from it (transformers gives each its own copy of `from_pretrained`)."""
+    return [base, *(cls for subclass in base.__subclasses__() for cls in _auto_model_classes(subclass))]
+
+
+# The Auto model classes (AutoModel, AutoModelForMaskedLM ...), AutoConfig and AutoTokenizer take the bundled short
+# names too.
+for _owner in (*_auto_model_classes(), transformers.AutoConfig, transformers.AutoTokenizer):
+    _resolving_bundled_names(_owner)
 
 
 def load_parser(model: str = DEFAULT_MODEL, **kwargs) -> UnsupervisedParsingPipeline:
