@@ -607,7 +607,7 @@ def _evaluate(args) -> None:
     punctuation_alone = len(read_conllu(args.treebank)) - len(gold) if conllu else 0
     sentences = len(gold) + (punctuation_alone if all_words else 0)
     try:
-        with _progress(args, sentences * parse_passes(model, all_words), "sentence", "evaluate") as progress:
+        with _progress(args, sentences * parse_passes(model), "sentence", "evaluate") as progress:
             if all_words:
                 from .evaluation.scoring import evaluate_on_conllu
 

@@ -8,7 +8,7 @@ from transformers import TrainerCallback
 from ..data.conllu_format import read_conllu
 from ..data.treebanks import read_treebank
 from .metrics import left_head_share
-from .scoring import alternative_decodings, alternative_tree_decodings, parse_word_lists, score_all_words, score_parses
+from .scoring import parse_word_lists, reported_options, score_all_words, score_parses
 
 logger = logging.getLogger(__name__)
 
@@ -48,16 +48,9 @@ class ParsingEvaluationCallback(TrainerCallback):
         parses = parse_word_lists(model, self.tokenizer, words, batch_size)
         score = score_all_words if every_word else score_parses
         scores = score(gold, parses)
-        for option, structure, methods in (
-            ("head_decoding", "heads", alternative_decodings(model)),
-            ("tree_decoding", "spans", alternative_tree_decodings(model)),
-        ):
-            for method in methods:
-                alternative = parse_word_lists(model, self.tokenizer, words, batch_size, **{option: method})
-                if not every_word:  # as `evaluate_model`: the alternative structure alone
-                    alternative = [{structure: parse[structure]} for parse in alternative]
-                scored = score(gold, alternative)
-                scores.update({f"{key}_{method}": value for key, value in scored.items() if key != "sentences"})
+        for name, options in reported_options(model).items():
+            scored = score(gold, parse_word_lists(model, self.tokenizer, words, batch_size, **options))
+            scores.update({f"{key}_{name}": value for key, value in scored.items() if key != "sentences"})
         if all("heads" in parse for parse in parses):
             scores["head_on_left"] = round(100 * left_head_share([parse["heads"] for parse in parses]), 2)
         logged = {f"parse_{key}": value for key, value in scores.items() if key != "sentences"}

@@ -126,18 +126,11 @@ def parse_word_lists(
     return results
 
 
-def alternative_decodings(model) -> list[str]:
-    """The head decodings a model's evaluation also reports (`uas_argmax`, `las_eisner` ...): those its config class
-    names in `reported_head_decodings` (e.g. a paper's rule or ablation), other than its default decoding."""
-    default = getattr(model.config, "head_decoding", None)
-    return [method for method in getattr(type(model.config), "reported_head_decodings", ()) if method != default]
-
-
-def alternative_tree_decodings(model) -> list[str]:
-    """The tree decodings a model's evaluation also reports (`sentence_f1_chart` ...): those its config names in
-    `reported_tree_decodings` (e.g. Fast-R2D2's parser tree and chart tree), other than its default one."""
-    default = getattr(model.config, "tree_decoding", None)
-    return [method for method in getattr(model.config, "reported_tree_decodings", ()) if method != default]
+def reported_options(model) -> dict[str, dict]:
+    """The other decodings the model's evaluation reports, by the suffix of their scores -> the `parse` options that
+    give them: its config's `reported_options` (e.g. StructFormer's `{"argmax": {"head_decoding": "argmax",
+    "structures": ("dependency",)}}`, the paper's rule), none for a config without."""
+    return dict(getattr(model.config, "reported_options", None) or {})
 
 
 def evaluate_model(
@@ -148,8 +141,8 @@ def evaluate_model(
     num_threads: int | None = None,
     on_batch: Callable[[int], None] | None = None,
 ) -> dict:
-    """Scores with the model's default decodings, plus `<score>_<method>` for each alternative head decoding
-    (`uas_argmax` ...) and tree decoding (`sentence_f1_chart` ...). `num_threads`, `on_batch`: as
+    """Scores with the model's default decodings, plus `<score>_<name>` for each of its `reported_options`
+    (`uas_argmax`, `sentence_f1_chart` ...). `num_threads`, `on_batch`: as
     `parse_word_lists` (`parse_passes` passes over the sentences in all). A sentence the model cannot parse is left
     out of every score and named in `skipped` (see `parsed_sentences`)."""
     names = [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
@@ -159,16 +152,10 @@ def evaluate_model(
     )
     words = [g.words for g in gold]
     scores = score_parses(gold, parses)
-    for option, structure, methods in (
-        ("head_decoding", "heads", alternative_decodings(model)),
-        ("tree_decoding", "spans", alternative_tree_decodings(model)),
-    ):
-        for method in methods:
-            parses = parse_word_lists(
-                model, tokenizer, words, batch_size, num_threads, on_batch=on_batch, **{option: method}
-            )
-            alternative = score_parses(gold, [{structure: p[structure]} for p in parses], suffix=f"_{method}")
-            scores.update({key: value for key, value in alternative.items() if key != "sentences"})
+    for name, options in reported_options(model).items():
+        parses = parse_word_lists(model, tokenizer, words, batch_size, num_threads, on_batch=on_batch, **options)
+        alternative = score_parses(gold, parses, suffix=f"_{name}")
+        scores.update({key: value for key, value in alternative.items() if key != "sentences"})
     return {**scores, "skipped": skipped} if skipped else scores
 
 
@@ -209,10 +196,10 @@ ALL_WORDS_SCORING = (
 )
 
 
-def parse_passes(model, conllu: bool = False) -> int:
-    """How many times `evaluate_model` (or, `conllu`, `evaluate_on_conllu`) parses every sentence: once with the
-    model's defaults, once per alternative decoding."""
-    return 1 + len(alternative_decodings(model)) + (0 if conllu else len(alternative_tree_decodings(model)))
+def parse_passes(model) -> int:
+    """How many times `evaluate_model` or `evaluate_on_conllu` parses every sentence: once with the model's
+    defaults, once per reported option."""
+    return 1 + len(reported_options(model))
 
 
 def evaluate_on_conllu(
@@ -225,7 +212,7 @@ def evaluate_on_conllu(
 ) -> dict:
     """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
     are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with
-    each of the model's `alternative_decodings` (keys `uas_<method>`, `las_<method>` ...). `num_threads`: as
+    each of the model's `reported_options` (keys `uas_<name>`, `las_<name>` ...). `num_threads`: as
     `parse_word_lists`, as `on_batch`. A sentence the model cannot parse is left out and named in `skipped`, as by
     `evaluate_model`."""
     import time
@@ -247,17 +234,11 @@ def evaluate_on_conllu(
     )
     scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
-    for method in alternative_decodings(model):
+    for name, options in reported_options(model).items():
         parses = parse_word_lists(
-            model,
-            tokenizer,
-            [s["words"] for s in sentences],
-            batch_size,
-            num_threads,
-            on_batch=on_batch,
-            head_decoding=method,
+            model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, on_batch=on_batch, **options
         )
         alternative = score_all_words(sentences, parses)
-        scores.update({f"{key}_{method}": value for key, value in alternative.items() if key != "sentences"})
+        scores.update({f"{key}_{name}": value for key, value in alternative.items() if key != "sentences"})
     scores["scoring"] = ALL_WORDS_SCORING
     return {**scores, "skipped": skipped} if skipped else scores

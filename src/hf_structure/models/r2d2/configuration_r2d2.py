@@ -194,9 +194,17 @@ class R2D2Config(StructureConfig):
         return bool(self.merge_noise)
 
     @property
-    def reported_tree_decodings(self) -> tuple[str, ...]:
-        """The tree decodings this model's evaluation reports: both with parser pruning."""
+    def accepted_tree_decodings(self) -> tuple[str, ...]:
+        """The tree decodings this model's `parse` takes: both with parser pruning, else the chart's."""
         return self.tree_decodings if self.pruning == "parser" else ("chart",)
+
+    @property
+    def reported_options(self) -> dict[str, dict]:
+        """The decodings evaluation reports beside the default, by the suffix of their scores: with parser pruning,
+        the other of the parser's tree and the chart's (`sentence_f1_chart` ...)."""
+        return {
+            method: {"tree_decoding": method} for method in self.accepted_tree_decodings if method != self.tree_decoding
+        }
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -319,7 +319,7 @@ class R2D2Model(R2D2PreTrainedModel):
         self.composition_score = nn.Linear(config.hidden_size, 1)
         self.node_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, elementwise_affine=False)
         self.split_parser = R2D2SplitParser(config) if config.pruning == "parser" else None
-        self.parse_options = {"tree_decoding": config.reported_tree_decodings}
+        self.parse_options = {"tree_decoding": config.accepted_tree_decodings}
         self.post_init()
 
     def get_input_embeddings(self):
@@ -461,9 +461,9 @@ class R2D2Model(R2D2PreTrainedModel):
         highest score, with no composition at all. Raises ValueError naming the sentence when one cannot be parsed.
         """
         method = tree_decoding or self.config.tree_decoding
-        if method not in self.config.reported_tree_decodings:
+        if method not in self.config.accepted_tree_decodings:
             raise ValueError(
-                f"tree_decoding must be one of {self.config.reported_tree_decodings} for this model "
+                f"tree_decoding must be one of {self.config.accepted_tree_decodings} for this model "
                 f"(pruning={self.config.pruning!r}), got {method!r}"
             )
         encoded = encode_words(sentences, tokenizer, self.config.max_parse_words)

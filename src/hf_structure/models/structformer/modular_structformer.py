@@ -80,8 +80,6 @@ class StructFormerConfig(StructureConfig):
         "AutoModel": "modeling_structformer.StructFormerModel",
         "AutoModelForMaskedLM": "modeling_structformer.StructFormerForMaskedLM",
     }
-    # Evaluation also reports the scores of these decodings (`uas_argmax`, ...): the paper's rule (Eq. 18).
-    reported_head_decodings = ("argmax",)
 
     def __init__(
         self,
@@ -156,6 +154,16 @@ class StructFormerConfig(StructureConfig):
             pad_token_id=pad_token_id,
             tie_word_embeddings=tie_word_embeddings,
             **kwargs,
+        )
+
+    @property
+    def reported_options(self) -> dict[str, dict]:
+        """The decodings evaluation reports beside the default, by the suffix of their scores: the paper's per-word
+        argmax heads (Eq. 18; `uas_argmax` ...), dependencies alone."""
+        return (
+            {}
+            if self.head_decoding == "argmax"
+            else {"argmax": {"head_decoding": "argmax", "structures": ("dependency",)}}
         )
 
 
