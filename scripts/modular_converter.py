@@ -16,7 +16,8 @@ package imports at runtime and `save_pretrained` copies:
   every other one below it, after a divider line;
 - classes whose names end in `Config`, and what they need, go to `configuration_<name>.py`; the rest of a model goes
   to `modeling_<name>.py`, which imports its configuration from there (any other source: `<name>.py`);
-- two different definitions under one name are an error naming both, and so is an import from another model.
+- two different definitions under one name are an error naming both, and so is an import from another model, and
+  a copied module-level list, dict or set (state the generated file would hold a second copy of).
 
     python scripts/modular_converter.py          # check: list the generated files that are stale, exit 1 if any
     python scripts/modular_converter.py --fix    # rewrite them
@@ -261,6 +262,13 @@ def inline(index: ModuleIndex, module: Module, statement: Statement, name: str, 
             _add_import(inlined.imports, found, where)
         else:
             inline(index, *found, used, inlined)
+    value = statement.node.value if isinstance(statement.node, (ast.Assign, ast.AnnAssign)) else None
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+        raise ConversionError(
+            f"{module.path}:{statement.node.lineno}: {name} is mutable module state, which a generated file would "
+            "copy (two states, one of them untested): keep state in an instance, or make it immutable (a tuple, "
+            "frozenset or types.MappingProxyType)"
+        )
     for node in ast.walk(statement.node):
         if isinstance(node, ast.ImportFrom) and (node.level or in_package(node.module or "")):
             raise ConversionError(

@@ -25,7 +25,6 @@ def machine(monkeypatch):
         measured = []
         monkeypatch.setattr(threads, "usable_cores", lambda: cores)
         monkeypatch.setattr(threads, "busy_cores_of_others", lambda: measured.append(busy) or busy)
-        monkeypatch.setattr(threads, "_measured_load", [])
         return measured
 
     return set_machine
@@ -57,24 +56,24 @@ def test_a_thread_count_must_be_a_whole_number_of_at_least_one(value):
 
 
 def test_parsing_threads_sets_the_count_inside_and_restores_the_callers(caller_threads):
-    with threads.parsing_threads(1) as used:
+    with threads.parsing_threads(1, threads.LoadMeasurement()) as used:
         assert used == 1 and torch.get_num_threads() == 1
     assert torch.get_num_threads() == caller_threads
 
 
 def test_parsing_threads_restores_the_callers_count_after_an_error(caller_threads):
-    with pytest.raises(RuntimeError), threads.parsing_threads(2):
+    with pytest.raises(RuntimeError), threads.parsing_threads(2, threads.LoadMeasurement()):
         raise RuntimeError("the parse failed")
     assert torch.get_num_threads() == caller_threads
 
 
 def test_without_a_count_the_default_for_the_measured_load_is_used(caller_threads, machine):
     measured = machine(2, 1.0)
-    with threads.parsing_threads() as used:
+    with threads.parsing_threads(None, threads.LoadMeasurement()) as used:
         assert used == 1 and torch.get_num_threads() == 1
     assert measured == [1.0]
     measured = machine(4, 0.0)
-    with threads.parsing_threads() as used:
+    with threads.parsing_threads(None, threads.LoadMeasurement()) as used:
         assert used == caller_threads  # all four cores free, but never more than the caller's 3
     assert torch.get_num_threads() == caller_threads and measured == [0.0]
 
@@ -83,12 +82,15 @@ def test_the_load_is_measured_again_only_after_a_while(caller_threads, machine, 
     measured = machine(2, 1.0)
     clock = [1000.0]
     monkeypatch.setattr(threads.time, "monotonic", lambda: clock[0])
+    load, other = threads.LoadMeasurement(), threads.LoadMeasurement()
     for _ in range(3):
-        threads.automatic_num_threads()
+        load.num_threads()
     assert measured == [1.0]
     clock[0] += threads.LOAD_MEASUREMENT_SECONDS + 1
-    threads.automatic_num_threads()
+    load.num_threads()
     assert measured == [1.0, 1.0]
+    other.num_threads()  # each owner measures for itself: no state is shared through the module
+    assert measured == [1.0, 1.0, 1.0]
 
 
 def test_busy_cores_of_others_leaves_out_this_process(monkeypatch):

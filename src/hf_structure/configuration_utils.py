@@ -5,6 +5,8 @@ Imported by the models' modular sources; `scripts/modular_converter.py` inlines 
 `configuration_<name>.py`, so that a saved folder's configuration stands alone.
 """
 
+from types import MappingProxyType
+
 from transformers import BertConfig, PreTrainedConfig
 
 # What a model does with punctuation. "reattach": the model was trained without punctuation, so the pipeline removes
@@ -77,7 +79,7 @@ FLAT_ENCODER_KEYS = (
 )
 
 # all-MiniLM-L6-v2's sizes (BERT's defaults otherwise): the encoder of a parser configured without one.
-DEFAULT_ENCODER = {"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536}
+DEFAULT_ENCODER = MappingProxyType({"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536})
 
 
 def nested_encoder_config(encoder_config, config_kwargs: dict) -> BertConfig:

@@ -8,7 +8,8 @@ leave free, measured when parsing starts (and again at most once a minute), and 
 `torch.get_num_threads()`. An explicit count (`num_threads=`, `--threads`) is used as given.
 
 The pipeline file that travels with a saved model inlines these definitions (scripts/modular_converter.py), so this
-module imports only the standard library and torch.
+module imports only the standard library and torch, and holds no state: the last measurement lives in a
+`LoadMeasurement` that whoever parses keeps (each pipeline its own, hf_structure's evaluation `SHARED_LOAD`).
 """
 
 import contextlib
@@ -23,7 +24,6 @@ import torch
 TAKEN_CORE_SHARE = 0.25
 # How long a measurement of the other processes' load is reused before it is taken again.
 LOAD_MEASUREMENT_SECONDS = 60.0
-_measured_load: list = []  # [(monotonic time, usable cores, cores busy with other processes)], the last one only
 
 
 def check_num_threads(num_threads) -> int:
@@ -76,22 +76,32 @@ def busy_cores_of_others(interval: float = 0.1) -> float:
     return max(0.0, busy_share * (os.cpu_count() or 1) - own_seconds / seconds)
 
 
-def automatic_num_threads() -> int:
-    """`default_num_threads` for this machine now: the other processes' load is measured (0.1 s) the first time and
+class LoadMeasurement:
+    """The other processes' load on this machine, measured (0.1 s) the first time a thread count is asked for and
     again when the last measurement is older than LOAD_MEASUREMENT_SECONDS."""
-    now = time.monotonic()
-    if not _measured_load or now - _measured_load[0][0] > LOAD_MEASUREMENT_SECONDS:
-        _measured_load[:] = [(now, usable_cores(), busy_cores_of_others())]
-    _, cores, busy = _measured_load[0]
-    return default_num_threads(cores, busy, torch.get_num_threads())
+
+    def __init__(self):
+        self.measured_at: float | None = None
+        self.cores, self.busy_cores = 1, 0.0
+
+    def num_threads(self) -> int:
+        """`default_num_threads` for this machine now."""
+        now = time.monotonic()
+        if self.measured_at is None or now - self.measured_at > LOAD_MEASUREMENT_SECONDS:
+            self.measured_at, self.cores, self.busy_cores = now, usable_cores(), busy_cores_of_others()
+        return default_num_threads(self.cores, self.busy_cores, torch.get_num_threads())
+
+
+# hf_structure's own parsing outside the pipeline (evaluation, training callbacks).
+SHARED_LOAD = LoadMeasurement()
 
 
 @contextlib.contextmanager
-def parsing_threads(num_threads: int | None = None):
-    """torch's intra-op thread count inside the block: `num_threads`, or `automatic_num_threads()` when None; the
+def parsing_threads(num_threads: int | None, load: LoadMeasurement):
+    """torch's intra-op thread count inside the block: `num_threads`, or `load.num_threads()` when None; the
     caller's count is restored after, so a global setting is never changed behind the caller's back. Yields the
     count used."""
-    threads = automatic_num_threads() if num_threads is None else check_num_threads(num_threads)
+    threads = load.num_threads() if num_threads is None else check_num_threads(num_threads)
     previous = torch.get_num_threads()
     if threads != previous:
         torch.set_num_threads(threads)

@@ -55,7 +55,6 @@ def test_without_num_threads_the_default_for_the_load_is_used(folder, caller_thr
     # The pipeline's own copy of hf_structure.threads (it travels with saved models): one core of two is taken.
     monkeypatch.setattr(unsupervised_parsing, "usable_cores", lambda: 2)
     monkeypatch.setattr(unsupervised_parsing, "busy_cores_of_others", lambda: 1.0)
-    monkeypatch.setattr(unsupervised_parsing, "_measured_load", [])
     parser = pipeline("unsupervised-parsing", model=folder)
     seen = spied(parser, monkeypatch)
     parser(WORDS[0], is_split_into_words=True)

@@ -198,6 +198,16 @@ def test_an_import_from_another_model_is_refused(tmp_path):
         generate(src)
 
 
+def test_mutable_module_state_is_not_copied(tmp_path):
+    src = write_package(tmp_path, MODULAR)
+    (src / "hf_structure" / "structs" / "constants.py").write_text("SCALE = 1.0\n_cache: list = []\n")
+    shared = src / "hf_structure" / "structs" / "shared.py"
+    text = shared.read_text().replace("return float(", "_cache.append(1)\n    return float(")
+    shared.write_text(text.replace("import SCALE", "import SCALE, _cache"))
+    with pytest.raises(converter.ConversionError, match="_cache is mutable module state"):
+        generate(src)
+
+
 def test_an_import_of_a_module_is_refused(tmp_path):
     modular = MODULAR.replace("from ...structs.shared import halved_sum", "from ...structs import shared")
     modular = modular.replace("halved_sum(values)", "shared.halved_sum(values)")

@@ -13,7 +13,7 @@ from ..data.gold import GoldSentence, content_heads
 from ..data.treebanks import EVALUATED_LABELS, read_treebank
 from ..pipelines.unsupervised_parsing import check_options, check_words, parse_length_error
 from ..structs.trees import heads_are_tree
-from ..threads import parsing_threads
+from ..threads import SHARED_LOAD, parsing_threads
 from .baselines import baseline_parses
 from .metrics import attachment_scores, compound_pcfg_gold, label_recall, scored_spans, unlabelled_f1
 
@@ -109,7 +109,7 @@ def parse_word_lists(
     was_training = model.training
     model.eval()
     try:
-        with parsing_threads(num_threads):
+        with parsing_threads(num_threads, SHARED_LOAD):
             for first in range(0, len(order), batch_size):
                 indices = order[first : first + batch_size]
                 try:

@@ -34,7 +34,7 @@ from typing import NamedTuple
 from transformers import Pipeline
 
 from ..structs.trees import spans_to_bracketed
-from ..threads import check_num_threads, parsing_threads
+from ..threads import LoadMeasurement, check_num_threads, parsing_threads
 from .word_tokenization import WORD_CONVENTIONS, sentence_offsets, tokenize_with_offsets
 
 # The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
@@ -229,6 +229,10 @@ class UnsupervisedParsingPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = True
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.load = LoadMeasurement()  # the machine's load, measured when a parse first needs a thread count
+
     def _sanitize_parameters(
         self,
         is_split_into_words=None,
@@ -403,7 +407,7 @@ class UnsupervisedParsingPipeline(Pipeline):
     def forward(self, model_inputs, num_threads=None, **forward_params):
         # Words in, plain Python parses out (the parsing contract): nothing moves between devices, so the base class's
         # walk over every list of every parse in search of tensors (a tenth of a batched call's time) is skipped.
-        with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads):
+        with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads, self.load):
             return self._forward(model_inputs, **forward_params)
 
     def _forward(self, model_inputs, **parse_options):

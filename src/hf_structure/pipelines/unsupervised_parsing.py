@@ -234,6 +234,10 @@ class UnsupervisedParsingPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = True
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.load = LoadMeasurement()  # the machine's load, measured when a parse first needs a thread count
+
     def _sanitize_parameters(
         self,
         is_split_into_words=None,
@@ -408,7 +412,7 @@ class UnsupervisedParsingPipeline(Pipeline):
     def forward(self, model_inputs, num_threads=None, **forward_params):
         # Words in, plain Python parses out (the parsing contract): nothing moves between devices, so the base class's
         # walk over every list of every parse in search of tensors (a tenth of a batched call's time) is skipped.
-        with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads):
+        with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads, self.load):
             return self._forward(model_inputs, **forward_params)
 
     def _forward(self, model_inputs, **parse_options):
@@ -524,21 +528,9 @@ def spans_to_bracketed(words, spans) -> str:
     return "(" + " ".join(tokens) + ")"
 
 
-# Copied from hf_structure.threads.check_num_threads
-def check_num_threads(num_threads) -> int:
-    """`num_threads` when it is a whole number of at least 1, else a ValueError saying what it got."""
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a whole number of at least 1, got {num_threads!r}")
-    return num_threads
-
-
 # Copied from hf_structure.threads.LOAD_MEASUREMENT_SECONDS
 # How long a measurement of the other processes' load is reused before it is taken again.
 LOAD_MEASUREMENT_SECONDS = 60.0
-
-
-# Copied from hf_structure.threads._measured_load
-_measured_load: list = []  # [(monotonic time, usable cores, cores busy with other processes)], the last one only
 
 
 # Copied from hf_structure.threads.TAKEN_CORE_SHARE
@@ -594,24 +586,38 @@ def busy_cores_of_others(interval: float = 0.1) -> float:
     return max(0.0, busy_share * (os.cpu_count() or 1) - own_seconds / seconds)
 
 
-# Copied from hf_structure.threads.automatic_num_threads
-def automatic_num_threads() -> int:
-    """`default_num_threads` for this machine now: the other processes' load is measured (0.1 s) the first time and
+# Copied from hf_structure.threads.LoadMeasurement
+class LoadMeasurement:
+    """The other processes' load on this machine, measured (0.1 s) the first time a thread count is asked for and
     again when the last measurement is older than LOAD_MEASUREMENT_SECONDS."""
-    now = time.monotonic()
-    if not _measured_load or now - _measured_load[0][0] > LOAD_MEASUREMENT_SECONDS:
-        _measured_load[:] = [(now, usable_cores(), busy_cores_of_others())]
-    _, cores, busy = _measured_load[0]
-    return default_num_threads(cores, busy, torch.get_num_threads())
+
+    def __init__(self):
+        self.measured_at: float | None = None
+        self.cores, self.busy_cores = 1, 0.0
+
+    def num_threads(self) -> int:
+        """`default_num_threads` for this machine now."""
+        now = time.monotonic()
+        if self.measured_at is None or now - self.measured_at > LOAD_MEASUREMENT_SECONDS:
+            self.measured_at, self.cores, self.busy_cores = now, usable_cores(), busy_cores_of_others()
+        return default_num_threads(self.cores, self.busy_cores, torch.get_num_threads())
+
+
+# Copied from hf_structure.threads.check_num_threads
+def check_num_threads(num_threads) -> int:
+    """`num_threads` when it is a whole number of at least 1, else a ValueError saying what it got."""
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a whole number of at least 1, got {num_threads!r}")
+    return num_threads
 
 
 # Copied from hf_structure.threads.parsing_threads
 @contextlib.contextmanager
-def parsing_threads(num_threads: int | None = None):
-    """torch's intra-op thread count inside the block: `num_threads`, or `automatic_num_threads()` when None; the
+def parsing_threads(num_threads: int | None, load: LoadMeasurement):
+    """torch's intra-op thread count inside the block: `num_threads`, or `load.num_threads()` when None; the
     caller's count is restored after, so a global setting is never changed behind the caller's back. Yields the
     count used."""
-    threads = automatic_num_threads() if num_threads is None else check_num_threads(num_threads)
+    threads = load.num_threads() if num_threads is None else check_num_threads(num_threads)
     previous = torch.get_num_threads()
     if threads != previous:
         torch.set_num_threads(threads)

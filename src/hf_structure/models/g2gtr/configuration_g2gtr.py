@@ -4,6 +4,8 @@
 # installed: each `# Copied from` block is a definition the source imports from hf_structure.
 """G2GTrConfig: the configuration."""
 
+from types import MappingProxyType
+
 from transformers import BertConfig, PreTrainedConfig
 
 
@@ -148,7 +150,7 @@ FLAT_ENCODER_KEYS = (
 
 # Copied from hf_structure.configuration_utils.DEFAULT_ENCODER
 # all-MiniLM-L6-v2's sizes (BERT's defaults otherwise): the encoder of a parser configured without one.
-DEFAULT_ENCODER = {"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536}
+DEFAULT_ENCODER = MappingProxyType({"hidden_size": 384, "num_hidden_layers": 6, "intermediate_size": 1536})
 
 
 # Copied from hf_structure.configuration_utils.nested_encoder_config
