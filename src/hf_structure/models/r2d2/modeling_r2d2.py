@@ -936,6 +936,148 @@ def split_entropy(chart: ChartEncoding) -> torch.Tensor:
     return (entropy / candidates[cells].float().log()).mean()
 
 
+# Copied from hf_structure.structs.pruned_chart._LiveChart
+class _LiveChart:
+    """The chart while it is built: the nodes so far, and the live cells over the current terminals in tables.
+
+    Cell `(t, h)` of sentence b covers terminals t .. t + h (h <= top) and holds its node id, state, log p~, own
+    composition log p and the scores of its h splits; terminal t covers words `term_first[b, t] .. term_last[b, t]`.
+    `build` composes cells and appends their nodes; `merge` re-indexes the tables after two terminals merge.
+    """
+
+    def __init__(self, leaves: torch.Tensor, lengths: torch.Tensor, window: int, compose, choose_split):
+        self.batch_size, self.n, self.dim = leaves.shape
+        batch_size, n, device = self.batch_size, self.n, leaves.device
+        self.leaves, self.lengths, self.compose, self.choose_split = leaves, lengths, compose, choose_split
+        self.top = top = min(window, n - 1)  # the highest row of the live chart
+        self.heights = heights = top + 1
+        self.batch = torch.arange(batch_size, device=device)
+        self.positions = positions = torch.arange(n, device=device)
+        self.rows_of_cells = torch.arange(heights, device=device)
+        self.splits_of_cells = splits_of_cells = torch.arange(max(top, 1), device=device)
+        # (heights, top): split k of a cell of height h
+        self.beyond_height = splits_of_cells >= self.rows_of_cells[:, None]
+        # Split k of cell (t, h) has the left child (t, k) and the right child (t + k + 1, h - 1 - k): in a table
+        # flattened to positions t * heights + h, `child_offsets[h]` (2, 1, h) is [left children, right ones] -
+        # t * heights. The left child of the first split and the right child of the last are terminals: a merged
+        # terminal passes its score on detached (a leaf's is 0); `terminal_child[h]` (2, 1, h) marks them.
+        self.child_offsets, self.terminal_child = [], []
+        for h in range(heights):
+            k = splits_of_cells[:h]
+            self.child_offsets.append(torch.stack([k, (k + 1) * heights + h - 1 - k])[:, None])
+            self.terminal_child.append(torch.stack([k == 0, k == h - 1])[:, None])
+        real = positions[None, :] < lengths[:, None]
+        leaf_ids = self.batch[:, None] * n + positions
+
+        # The nodes, leaves first.
+        self.node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
+        self.node_of_span[:, positions, positions] = torch.where(real, leaf_ids, -1)
+        self.states, self.log_p = [leaves.reshape(batch_size * n, self.dim)], [leaves.new_zeros(batch_size * n)]
+        self.spans = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
+        self.splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
+        no_candidates = (batch_size * n, max(top, 1))
+        self.candidate_splits = [torch.full(no_candidates, -1, dtype=torch.long, device=device)]
+        self.candidate_scores = [torch.full(no_candidates, float("-inf"), device=device)]
+        self.next_id = batch_size * n
+        self.compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
+
+        # The live cells.
+        self.width = n  # table positions: at least the most terminals any sentence has
+        self.cell_node = torch.full((batch_size, n, heights), -1, dtype=torch.long, device=device)
+        self.cell_node[:, :, 0] = leaf_ids
+        self.cell_state = F.pad(leaves[:, :, None], (0, 0, 0, top))
+        self.cell_log_p = leaves.new_zeros(batch_size, n, heights)
+        self.cell_own_log_p = torch.zeros(batch_size, n, heights, device=device)
+        self.cell_split_scores = torch.full((batch_size, n, heights, max(top, 1)), float("-inf"), device=device)
+        self.term_first, self.term_last = positions.repeat(batch_size, 1), positions.repeat(batch_size, 1)
+
+    def build(self, rows: torch.Tensor, starts: torch.Tensor, height: int) -> None:
+        """Compose cells (starts[c], height) of sentences rows[c] over their splits and store them."""
+        batch_size, dim, heights = self.batch_size, self.dim, self.heights
+        count = len(rows)
+        first_position = starts * heights
+        children = first_position[:, None] + self.child_offsets[height]  # (2, C, height)
+        sentence = rows[:, None]
+        children_states = self.cell_state.view(batch_size, -1, dim)[sentence, children]
+        children_log_p = self.cell_log_p.view(batch_size, -1)[sentence, children]
+        children_log_p = torch.where(self.terminal_child[height], children_log_p.detach(), children_log_p)
+        composed, composition_log_p = self.compose(children_states[0].flatten(0, 1), children_states[1].flatten(0, 1))
+        composition_log_p = composition_log_p.view(count, height)
+        scores = composition_log_p + children_log_p[0] + children_log_p[1]
+        weights = self.choose_split(scores)
+        new_states = (weights[..., None] * composed.view(count, height, dim)).sum(1).to(self.leaves.dtype)
+        new_log_p = (weights * scores).sum(1).to(self.leaves.dtype)
+        chosen = weights.detach().argmax(-1, keepdim=True)
+
+        new_ids = torch.arange(self.next_id, self.next_id + count, device=rows.device)
+        self.next_id += count
+        position = first_position + height
+        num_splits = len(self.splits_of_cells)
+        self.cell_node.view(batch_size, -1)[rows, position] = new_ids
+        self.cell_state.view(batch_size, -1, dim)[rows, position] = new_states
+        self.cell_log_p.view(batch_size, -1)[rows, position] = new_log_p
+        own_log_p = composition_log_p.detach().float().gather(1, chosen).squeeze(1)
+        self.cell_own_log_p.view(batch_size, -1)[rows, position] = own_log_p
+        self.cell_split_scores.view(batch_size, -1, num_splits)[rows, position, :height] = scores.detach().float()
+        first_word, last_word = self.term_first[rows, starts], self.term_last[rows, starts + height]
+        self.node_of_span[rows, first_word, last_word] = new_ids
+        self.states.append(new_states)
+        self.log_p.append(new_log_p)
+        self.spans.append(torch.stack([first_word, last_word], 1))
+        self.splits.append(self.term_last[rows, starts + chosen.squeeze(1)])  # the last word of the left child
+        padding = (0, num_splits - height)
+        self.candidate_splits.append(
+            F.pad(self.term_last[rows[:, None], starts[:, None] + self.splits_of_cells[:height]], padding, value=-1)
+        )
+        self.candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
+        self.compositions += torch.bincount(rows, minlength=batch_size) * height
+
+    def merge(self, at: torch.Tensor) -> None:
+        """Merge terminal `at[b]` of each sentence b with the next one (`at[b]` beyond every cell: no merge),
+        re-indexing the tables by one gather each. The top-row cells over the merged terminal are left to build."""
+        batch_size, dim, heights, top = self.batch_size, self.dim, self.heights, self.top
+        self.width -= 1  # the longest sentences merge at every step
+        width, positions, rows_of_cells, splits_of_cells = (
+            self.width,
+            self.positions,
+            self.rows_of_cells,
+            self.splits_of_cells,
+        )
+        start = positions[:width, None]
+        merged = at[:, None, None]
+        # Cell (t, h) over the new terminals was cell (t, h + 1) if it covers the merged terminal (with one split
+        # less: the one between the two merged terminals), cell (t + 1, h) if it starts after it, else cell (t, h).
+        # Cells of the top row over the merged terminal had no old cell: `build` makes them.
+        covers_merge = (start <= merged) & (merged <= start + rows_of_cells)  # (B, width, heights)
+        source = (start + (start > merged)) * heights + (rows_of_cells + covers_merge).clamp(max=top)
+        num_splits = len(splits_of_cells)
+        removed_or_after = covers_merge[..., None] & (splits_of_cells >= (merged - start)[..., None])
+        split_source = source[..., None] * num_splits + (splits_of_cells + removed_or_after).clamp(max=num_splits - 1)
+        source = source.flatten(1)
+        self.cell_node = self.cell_node.flatten(1).gather(1, source).view(batch_size, width, heights)
+        state_source = source[..., None].expand(-1, -1, dim)
+        self.cell_state = self.cell_state.flatten(1, 2).gather(1, state_source).view(batch_size, width, heights, dim)
+        self.cell_log_p = self.cell_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
+        self.cell_own_log_p = self.cell_own_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
+        split_scores = self.cell_split_scores.flatten(1).gather(1, split_source.flatten(1)).view(split_source.shape)
+        self.cell_split_scores = split_scores.masked_fill(self.beyond_height, float("-inf"))
+        self.term_first = self.term_first.gather(1, positions[:width] + (positions[:width] > at[:, None]))
+        self.term_last = self.term_last.gather(1, positions[:width] + (positions[:width] >= at[:, None]))
+
+    def encoding(self) -> ChartEncoding:
+        return ChartEncoding(
+            node_states=torch.cat(self.states),
+            node_log_p=torch.cat(self.log_p),
+            node_span=torch.cat(self.spans),
+            node_split=torch.cat(self.splits),
+            node_of_span=self.node_of_span,
+            roots=self.node_of_span[self.batch, 0, self.lengths - 1],
+            compositions=self.compositions,
+            node_split_candidates=torch.cat(self.candidate_splits),
+            node_split_scores=torch.cat(self.candidate_scores),
+        )
+
+
 # Copied from hf_structure.structs.pruned_chart._choose_merge
 def _choose_merge(
     split_scores: torch.Tensor, own_log_p: torch.Tensor, terminals: torch.Tensor, top: int
@@ -1055,145 +1197,34 @@ def encode_pruned_chart(
     """
     if merge_rule not in ("2021", "2022"):
         raise ValueError(f"merge_rule must be '2021' or '2022', got {merge_rule!r}")
-    batch_size, n, dim = leaves.shape
-    device = leaves.device
-    lengths = lengths.to(device)
-    top = min(window, n - 1)  # the highest row of the live chart
-    heights = top + 1
-    batch = torch.arange(batch_size, device=device)
-    positions = torch.arange(n, device=device)
-    rows_of_cells = torch.arange(heights, device=device)
-    splits_of_cells = torch.arange(max(top, 1), device=device)
-    beyond_height = splits_of_cells >= rows_of_cells[:, None]  # (heights, top): split k of a cell of height h
-    # Split k of cell (t, h) has the left child (t, k) and the right child (t + k + 1, h - 1 - k): in a table
-    # flattened to positions t * heights + h, `child_offsets[h]` (2, 1, h) is [left children, right ones] - t * heights.
-    # The left child of the first split and the right child of the last are terminals: a merged terminal passes its
-    # score on detached (a leaf's is 0); `terminal_child[h]` (2, 1, h) marks them.
-    child_offsets, terminal_child = [], []
-    for h in range(heights):
-        k = splits_of_cells[:h]
-        child_offsets.append(torch.stack([k, (k + 1) * heights + h - 1 - k])[:, None])
-        terminal_child.append(torch.stack([k == 0, k == h - 1])[:, None])
-    real = positions[None, :] < lengths[:, None]
-    leaf_ids = batch[:, None] * n + positions
-
-    node_of_span = torch.full((batch_size, n, n), -1, dtype=torch.long, device=device)
-    node_of_span[:, positions, positions] = torch.where(real, leaf_ids, -1)
-    states, log_p = [leaves.reshape(batch_size * n, dim)], [leaves.new_zeros(batch_size * n)]
-    spans = [positions.repeat(batch_size)[:, None].expand(-1, 2)]
-    splits = [torch.full((batch_size * n,), -1, dtype=torch.long, device=device)]
-    candidate_splits = [torch.full((batch_size * n, max(top, 1)), -1, dtype=torch.long, device=device)]
-    candidate_scores = [torch.full((batch_size * n, max(top, 1)), float("-inf"), device=device)]
-    next_id = batch_size * n
-    compositions = torch.zeros(batch_size, dtype=torch.long, device=device)
-
-    # The live chart over the current terminals; terminal t covers words term_first[b, t] .. term_last[b, t].
-    width = n  # table positions: at least the most terminals any sentence has
-    cell_node = torch.full((batch_size, n, heights), -1, dtype=torch.long, device=device)
-    cell_node[:, :, 0] = leaf_ids
-    cell_state = F.pad(leaves[:, :, None], (0, 0, 0, top))
-    cell_log_p = leaves.new_zeros(batch_size, n, heights)
-    cell_own_log_p = torch.zeros(batch_size, n, heights, device=device)
-    cell_split_scores = torch.full((batch_size, n, heights, max(top, 1)), float("-inf"), device=device)
-    term_first, term_last = positions.repeat(batch_size, 1), positions.repeat(batch_size, 1)
-
-    def build(rows: torch.Tensor, starts: torch.Tensor, height: int) -> None:
-        """Compose cells (starts[c], height) of sentences rows[c] over their splits and store them."""
-        nonlocal next_id, compositions
-        count = len(rows)
-        first_position = starts * heights
-        children = first_position[:, None] + child_offsets[height]  # (2, C, height)
-        sentence = rows[:, None]
-        children_states = cell_state.view(batch_size, -1, dim)[sentence, children]
-        children_log_p = cell_log_p.view(batch_size, -1)[sentence, children]
-        children_log_p = torch.where(terminal_child[height], children_log_p.detach(), children_log_p)
-        composed, composition_log_p = compose(children_states[0].flatten(0, 1), children_states[1].flatten(0, 1))
-        composition_log_p = composition_log_p.view(count, height)
-        scores = composition_log_p + children_log_p[0] + children_log_p[1]
-        weights = choose_split(scores)
-        new_states = (weights[..., None] * composed.view(count, height, dim)).sum(1).to(leaves.dtype)
-        new_log_p = (weights * scores).sum(1).to(leaves.dtype)
-        chosen = weights.detach().argmax(-1, keepdim=True)
-
-        new_ids = torch.arange(next_id, next_id + count, device=device)
-        next_id += count
-        position = first_position + height
-        cell_node.view(batch_size, -1)[rows, position] = new_ids
-        cell_state.view(batch_size, -1, dim)[rows, position] = new_states
-        cell_log_p.view(batch_size, -1)[rows, position] = new_log_p
-        own_log_p = composition_log_p.detach().float().gather(1, chosen).squeeze(1)
-        cell_own_log_p.view(batch_size, -1)[rows, position] = own_log_p
-        cell_split_scores.view(batch_size, -1, len(splits_of_cells))[rows, position, :height] = scores.detach().float()
-        first_word, last_word = term_first[rows, starts], term_last[rows, starts + height]
-        node_of_span[rows, first_word, last_word] = new_ids
-        states.append(new_states)
-        log_p.append(new_log_p)
-        spans.append(torch.stack([first_word, last_word], 1))
-        splits.append(term_last[rows, starts + chosen.squeeze(1)])  # the last word of the chosen left child
-        padding = (0, len(splits_of_cells) - height)
-        candidate_splits.append(
-            F.pad(term_last[rows[:, None], starts[:, None] + splits_of_cells[:height]], padding, value=-1)
-        )
-        candidate_scores.append(F.pad(scores.detach().float(), padding, value=float("-inf")))
-        compositions += torch.bincount(rows, minlength=batch_size) * height
+    chart = _LiveChart(leaves, lengths.to(leaves.device), window, compose, choose_split)
+    top, positions, lengths = chart.top, chart.positions, chart.lengths
 
     # The lowest rows, as in CKY.
     for height in range(1, top + 1):
-        rows, starts = (positions[None, : n - height] < (lengths - height)[:, None]).nonzero(as_tuple=True)
+        rows, starts = (positions[None, : chart.n - height] < (lengths - height)[:, None]).nonzero(as_tuple=True)
         if len(rows) == 0:
             break
-        build(rows, starts, height)
+        chart.build(rows, starts, height)
 
     # Merges: every sentence with more than top + 1 terminals merges two of them, then builds the new top-row cells.
     terminals = lengths.clone()
     for _ in range(int(lengths.max()) - top - 1):
         merging = terminals > top + 1
         if merge_order is None and merge_rule == "2022":
-            at = _choose_merge_2022(cell_split_scores, terminals, top, merge_noise)
+            at = _choose_merge_2022(chart.cell_split_scores, terminals, top, merge_noise)
         elif merge_order is None:
-            at = _choose_merge(cell_split_scores, cell_own_log_p, terminals, top)
+            at = _choose_merge(chart.cell_split_scores, chart.cell_own_log_p, terminals, top)
         else:  # the terminal that ends at the sentence's next split
-            split = merge_order[batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
-            at = (term_last[:, :width] == split[:, None]).long().argmax(-1)
-        at = torch.where(merging, at, n + top)  # beyond every cell: the tables stay as they are
+            split = merge_order[chart.batch, (lengths - terminals).clamp(max=merge_order.size(1) - 1)]
+            at = (chart.term_last[:, : chart.width] == split[:, None]).long().argmax(-1)
+        at = torch.where(merging, at, chart.n + top)  # beyond every cell: the tables stay as they are
         terminals = terminals - merging.long()
-        width -= 1  # the longest sentences merge at every step
-        start = positions[:width, None]
-        merged = at[:, None, None]
-        # Cell (t, h) over the new terminals was cell (t, h + 1) if it covers the merged terminal (with one split
-        # less: the one between the two merged terminals), cell (t + 1, h) if it starts after it, else cell (t, h).
-        # Cells of the top row over the merged terminal had no old cell: they are built below.
-        covers_merge = (start <= merged) & (merged <= start + rows_of_cells)  # (B, width, heights)
-        source = (start + (start > merged)) * heights + (rows_of_cells + covers_merge).clamp(max=top)
-        num_splits = len(splits_of_cells)
-        removed_or_after = covers_merge[..., None] & (splits_of_cells >= (merged - start)[..., None])
-        split_source = source[..., None] * num_splits + (splits_of_cells + removed_or_after).clamp(max=num_splits - 1)
-        source = source.flatten(1)
-        cell_node = cell_node.flatten(1).gather(1, source).view(batch_size, width, heights)
-        state_source = source[..., None].expand(-1, -1, dim)
-        cell_state = cell_state.flatten(1, 2).gather(1, state_source).view(batch_size, width, heights, dim)
-        cell_log_p = cell_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
-        cell_own_log_p = cell_own_log_p.flatten(1).gather(1, source).view(batch_size, width, heights)
-        cell_split_scores = cell_split_scores.flatten(1).gather(1, split_source.flatten(1)).view(split_source.shape)
-        cell_split_scores = cell_split_scores.masked_fill(beyond_height, float("-inf"))
-        term_first = term_first.gather(1, positions[:width] + (positions[:width] > at[:, None]))
-        term_last = term_last.gather(1, positions[:width] + (positions[:width] >= at[:, None]))
-
-        starts = at[:, None] - top + rows_of_cells  # the top-row cells over the merged terminal
+        chart.merge(at)
+        starts = at[:, None] - top + chart.rows_of_cells  # the top-row cells over the merged terminal
         rows, slot = ((starts >= 0) & (starts + top < terminals[:, None])).nonzero(as_tuple=True)
-        build(rows, starts[rows, slot], top)
-
-    return ChartEncoding(
-        node_states=torch.cat(states),
-        node_log_p=torch.cat(log_p),
-        node_span=torch.cat(spans),
-        node_split=torch.cat(splits),
-        node_of_span=node_of_span,
-        roots=node_of_span[batch, 0, lengths - 1],
-        compositions=compositions,
-        node_split_candidates=torch.cat(candidate_splits),
-        node_split_scores=torch.cat(candidate_scores),
-    )
+        chart.build(rows, starts[rows, slot], top)
+    return chart.encoding()
 
 
 # Copied from hf_structure.structs.trees.distances_to_spans
