@@ -20,7 +20,7 @@ sentences, checking that both compute the same scores and parses.
         [--sentences 32] [--bf16]
     python benchmarks/g2gtr_speed.py pipeline --quick   # smoke run (numbers are not measurements)
 
-It asserts nothing: the figures go to benchmarks/README.md.
+It asserts nothing: the figures go to docs/benchmark-history.md.
 """
 
 import argparse

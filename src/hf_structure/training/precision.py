@@ -23,7 +23,7 @@ def cpu_has_native_bf16(flags: set[str] | None = None) -> bool:
 def with_chosen_precision(training_args: TrainingArguments, precision: str) -> TrainingArguments:
     """`training_args`, switched to bf16 autocast when `precision` is `"auto"`, the run trains on the CPU, neither
     bf16 nor fp16 was asked for, and the CPU has native bf16 (1.6-1.8x the words/s of float32 on the 2-core AMD EPYC
-    of benchmarks/README.md). `"fp32"` leaves the arguments as given."""
+    of docs/benchmark-history.md). `"fp32"` leaves the arguments as given."""
     if precision not in PRECISIONS:
         raise ValueError(f"--precision must be one of {PRECISIONS}, got {precision!r}")
     on_cpu = training_args.use_cpu or not torch.cuda.is_available()
