@@ -2,9 +2,9 @@
 
 Importing the package registers every model it finds (`registry.discover_models`: each folder of
 `hf_structure/models/`, then the `hf_structure.models` entry points of other installed packages) with the Auto
-classes, and the `unsupervised-parsing` pipeline task, and lets `transformers.pipeline` accept the bundled short
-names. The package's own models' classes are importable from here (`from hf_structure import StructFormerConfig`)
-and from their folders (`hf_structure.models.structformer`).
+classes, and the `unsupervised-parsing` pipeline task, and lets `transformers.pipeline` and the Auto classes'
+`from_pretrained` accept the bundled short names. The package's own models' classes are importable from here
+(`from hf_structure import StructFormerConfig`) and from their folders (`hf_structure.models.structformer`).
 """
 
 from .data.gold import TreebankFormatError
