@@ -46,19 +46,27 @@ def bundled_checkpoints() -> dict[str, Path]:
     return folders
 
 
+def bundled_folder(name_or_path: str | Path) -> Path | None:
+    """The folder of the bundled checkpoint a short name stands for; None for anything else, and for a name that is
+    also a path here (a folder of the same name in the working directory wins)."""
+    if Path(name_or_path).exists():
+        return None
+    return bundled_checkpoints().get(str(name_or_path))
+
+
 def resolve_model_path(name_or_path: str | Path) -> str:
     """A bundled checkpoint's folder for its short name; anything else as given (a folder or a Hub repo id).
     A folder of the same name in the working directory wins over a short name. A bare name (no `/`) that is neither
     a folder nor bundled raises ValueError naming the bundled models: it is taken for a mistyped short name, so it
     never reaches the Hub, whose lookup of it would end in a long, unrelated error."""
     name_or_path = str(name_or_path)
+    folder = bundled_folder(name_or_path)
+    if folder is not None:
+        return str(folder)
     if Path(name_or_path).exists():
         return name_or_path
-    folders = bundled_checkpoints()
-    if name_or_path in folders:
-        return str(folders[name_or_path])
     if "/" not in name_or_path:
-        names = sorted(folders)
+        names = sorted(bundled_checkpoints())
         closest = difflib.get_close_matches(name_or_path, names, n=1)
         hint = f" (did you mean {closest[0]!r}?)" if closest else ""
         raise ValueError(

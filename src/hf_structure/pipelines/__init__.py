@@ -3,14 +3,20 @@ and the Auto classes' `from_pretrained` take the bundled short names (`pipeline(
 model="structformer-ptb")`, `AutoModel.from_pretrained("g2gtr-ewt")`) without a Hub lookup."""
 
 import functools
-import os
 
 import transformers
 from transformers import AutoModel
 from transformers.models.auto.auto_factory import _BaseAutoModelClass
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from ..bundled import DEFAULT_MODEL, bundled_checkpoints, check_model_folder, quiet_weight_files, resolve_model_path
+from ..bundled import (
+    DEFAULT_MODEL,
+    bundled_checkpoints,
+    bundled_folder,
+    check_model_folder,
+    quiet_weight_files,
+    resolve_model_path,
+)
 from .unsupervised_parsing import UnsupervisedParsingPipeline
 
 TASK = "unsupervised-parsing"
@@ -79,11 +85,13 @@ def _resolving_bundled_names(owner: type) -> None:
 
     @functools.wraps(from_pretrained)
     def resolving(cls, pretrained_model_name_or_path, *args, **kwargs):
-        name = pretrained_model_name_or_path
-        if not (isinstance(name, str) and not os.path.exists(name) and name in bundled_checkpoints()):
+        folder = (
+            bundled_folder(pretrained_model_name_or_path) if isinstance(pretrained_model_name_or_path, str) else None
+        )
+        if folder is None:
             return from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs)
         with quiet_weight_files():  # as the pipeline loads them
-            return from_pretrained(cls, str(bundled_checkpoints()[name]), *args, **kwargs)
+            return from_pretrained(cls, str(folder), *args, **kwargs)
 
     resolving.resolves_hf_structure_names = True
     owner.from_pretrained = classmethod(resolving)
