@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -92,19 +91,16 @@ def time_cold_starts(runs: dict[str, tuple[str, dict]], repeats: int) -> dict[st
     return timings
 
 
-def _name(requirement: str) -> str:
-    return re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
-
-
 def install_closure(root: str) -> dict[str, int]:
     """Distribution -> bytes on disk, for `root` and every base requirement it pulls in, recursively (those whose
     environment marker holds here)."""
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     sizes: dict[str, int] = {}
     pending = [root]
     while pending:
-        name = _name(pending.pop())
+        name = canonicalize_name(pending.pop())
         if name in sizes:
             continue
         try:
