@@ -13,6 +13,8 @@ avoids the forbidden arcs, they are in range but arbitrary.
 installed; a model's Hub copy also runs without it, on the torch implementations below.
 """
 
+from collections.abc import Sequence
+
 import torch
 
 try:  # imported where installed; the Hub code checker ignores imports inside try
@@ -353,6 +355,34 @@ def cky(span_scores: torch.Tensor, lengths: torch.Tensor) -> tuple[list[list[tup
     best_scores = best[torch.arange(batch_size, device=best.device), 0, lengths]
     spans = [_cky_backtrack(split, length) for split, length in zip(splits.tolist(), lengths.tolist())]
     return spans, best_scores
+
+
+def average_trees(
+    trees: Sequence[Sequence[Sequence[tuple[int, int]]]], lengths: Sequence[int]
+) -> list[list[tuple[int, int]]]:
+    """Tree averaging (Shayegh et al., ICLR 2024, "AvgTree"): per sentence, the binary tree holding the most votes
+    of several teachers' trees, a vote being one teacher's span; by CKY over the vote counts, batched.
+
+    `trees[t][b]` is teacher t's tree of sentence b as its spans (any that are not of two or more words are
+    ignored, so trees from `parse` and from `distances_to_spans` both do); a teacher's tree need not be binary.
+    Returns each sentence's tree as `cky` does (spans of two or more words, pre-order). A binary tree is the only
+    one holding all its spans, so one binary teacher's tree comes back unchanged; between trees of equal votes,
+    `cky` chooses."""
+    lengths = [int(length) for length in lengths]
+    for t, teacher in enumerate(trees):
+        if len(teacher) != len(lengths):
+            raise ValueError(f"teacher {t} gives {len(teacher)} trees for {len(lengths)} sentences")
+    size = max(lengths, default=0) + 1
+    votes = torch.zeros(len(lengths), size, size)
+    for teacher in trees:
+        for b, (spans, length) in enumerate(zip(teacher, lengths)):
+            for start, end in {tuple(span) for span in spans}:
+                if not 0 <= start < end <= length:
+                    raise ValueError(f"sentence {b}: span {(start, end)} is outside its {length} words")
+                if end - start > 1:
+                    votes[b, start, end] += 1
+    spans, _ = cky(votes, torch.tensor(lengths, dtype=torch.long))
+    return spans
 
 
 def _cky_backtrack(splits: list, length: int) -> list[tuple[int, int]]:

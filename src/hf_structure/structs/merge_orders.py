@@ -181,6 +181,18 @@ def sample_chart_trees(
     return sentence, first, last, split
 
 
+def merge_order_targets(
+    merge_order: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The tree of a merge order (e.g. a teacher's) as the parser's target, in `sample_chart_trees`' form (one tree a
+    sentence): `(sentence, first, last, split)`, four `(T,)` tensors, every internal node with the word it splits
+    after."""
+    first, last = split_spans(merge_order, lengths)
+    real = torch.arange(merge_order.size(1), device=merge_order.device)[None, :] < (lengths[:, None] - 1)
+    sentence, split = real.nonzero(as_tuple=True)
+    return sentence, first[sentence, split], last[sentence, split], split
+
+
 def split_entropy(chart: ChartEncoding) -> torch.Tensor:
     """The mean over the chart's cells with two or more candidate splits of the entropy of softmax(split scores),
     as a fraction of the uniform distribution's (1: the chart does not prefer any split; 0: one split only)."""

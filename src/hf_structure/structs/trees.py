@@ -40,6 +40,24 @@ def distances_to_spans(distances: Sequence[float]) -> list[tuple[int, int]]:
     return spans
 
 
+def spans_to_distances(spans: Sequence[Span], length: int) -> list[int]:
+    """The inverse of `distances_to_spans` for a binary tree over `length` words, given by its spans of two or more
+    words (the whole sentence's may be left out): `distances[k]` is the width of the node that splits between words
+    k and k + 1, the smallest span holding both. A parent is wider than its children, so the distances split
+    top-down into the same tree. Raises ValueError if the spans are not one binary tree over the words."""
+    nodes = {(start, end) for start, end in spans if end - start > 1} | ({(0, length)} if length > 1 else set())
+    distances = [length] * max(length - 1, 0)
+    for start, end in nodes:
+        if not 0 <= start < end <= length:
+            raise ValueError(f"span {(start, end)} is outside a sentence of {length} words")
+        for split in range(start, end - 1):
+            distances[split] = min(distances[split], end - start)
+    words = {(i, i + 1) for i in range(length)}
+    if set(distances_to_spans(distances)) != nodes | words:
+        raise ValueError(f"the spans {sorted(nodes)} are not one binary tree over {length} words")
+    return distances
+
+
 def binary_children(spans: Sequence[Span]) -> dict[Span, tuple[Span, Span]]:
     """The two children of every internal node of a binary tree given by all its spans (words included)."""
     span_set = set(spans)

@@ -36,6 +36,9 @@ class LanguageModelTraining:
         eval_loss_is_word_cross_entropy: whether the model's evaluation loss is the mean cross-entropy of its
             predicted words (StructFormer's masked words, R2D2's every word), so that the trainer logs its exp as
             `eval_perplexity`; a model whose loss is anything else sets False and no perplexity is logged.
+        training_columns: `(arguments, model, dataset, lines, output folder) -> dataset`: the training examples
+            (one a non-empty line of `lines`, in order) with columns of the model's own objective added, e.g. a
+            teacher's trees; it may set training-only config (a parser's target). None: the examples as they are.
     """
 
     arguments: type
@@ -44,6 +47,7 @@ class LanguageModelTraining:
     optimizer_parts: Callable[[Any, Any], list | None] | None = None
     callbacks: Callable[[Any], list] | None = None
     eval_loss_is_word_cross_entropy: bool = True
+    training_columns: Callable[[Any, Any, Any, list[str], str], Any] | None = None
 
 
 def no_further_storage(model) -> list:

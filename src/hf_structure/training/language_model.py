@@ -156,6 +156,8 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
     max_length = getattr(model, "max_parse_words", None)  # a model that parses any length takes any sentence
     train_dataset = tokenize_sentences(train_lines, tokenizer, max_length)
     eval_dataset = tokenize_sentences(valid_lines, tokenizer, max_length)
+    if recipe.training_columns and training_args.do_train:
+        train_dataset = recipe.training_columns(own_args, model, train_dataset, train_lines, training_args.output_dir)
     logger.info(
         "train: %d sentences, %d words; eval: %d sentences; model: %.1fM parameters",
         len(train_dataset),

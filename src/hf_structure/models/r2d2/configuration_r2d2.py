@@ -77,7 +77,9 @@ class R2D2Config(StructureConfig):
             best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. None (default): on
             for both (the authors' code), read when the model runs (`noisy_merges`); the 2021 rule has none.
         parser_target: what the top-down parser learns from: `"sampled"` (`parser_tree_samples` trees drawn from
-            the chart, the authors') or `"best"` (the chart's best tree only).
+            the chart, the authors'), `"best"` (the chart's best tree only) or `"teacher"` (parser pruning only):
+            trees given with each training batch (`teacher_merge_order`, e.g. an unsupervised teacher's), mixed with
+            the chart's best tree by `R2D2ForLanguageModeling.teacher_weight` (1: the teacher's alone).
         parser_target_temperature: the temperature of the chart's split scores when the parser's target trees are
             drawn (`"sampled"`); above 1 flattens them.
         tie_decoder: the language model predicts words through the composition Transformer (True) or through a
@@ -94,7 +96,7 @@ class R2D2Config(StructureConfig):
     }
     tree_decodings = ("parser", "chart")
     merge_rules = ("2021", "2022")
-    parser_targets = ("sampled", "best")
+    parser_targets = ("sampled", "best", "teacher")
     initializations = ("normal", "pytorch")
 
     def __init__(
@@ -148,6 +150,8 @@ class R2D2Config(StructureConfig):
             raise ValueError("merge_noise needs parser pruning or merge_rule='2022': the 2021 rule has no noise")
         if parser_target not in self.parser_targets:
             raise ValueError(f"parser_target must be one of {self.parser_targets}, got {parser_target!r}")
+        if parser_target == "teacher" and pruning != "parser":
+            raise ValueError("parser_target='teacher' trains the top-down parser: it needs pruning='parser'")
         if parser_target_temperature <= 0:
             raise ValueError(f"parser_target_temperature must be positive, got {parser_target_temperature}")
         if initialization not in self.initializations:

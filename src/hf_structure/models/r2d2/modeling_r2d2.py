@@ -93,8 +93,9 @@ class R2D2LanguageModelingOutput(ModelOutput):
         logits: `(P, vocab)` for the P predicted words when labels are given, else `(B, n, vocab)` for every word.
         root_states: `(B, d)` as in `R2D2ModelOutput`.
         lm_loss: the language-model part of `loss`.
-        parser_loss: the top-down parser's cross-entropy against its target trees from the chart (training with
-            parser pruning).
+        parser_loss: the top-down parser's cross-entropy against its target trees (training with parser pruning).
+        teacher_loss: in training with teacher trees (`teacher_merge_order`), the parser's cross-entropy against
+            them, whatever their weight in its target (how far the parser has moved from its teacher).
         split_entropy: in training, how flat the chart's split distributions are (`split_entropy`: 1 is uniform).
     """
 
@@ -103,6 +104,7 @@ class R2D2LanguageModelingOutput(ModelOutput):
     root_states: torch.Tensor | None = None
     lm_loss: torch.Tensor | None = None
     parser_loss: torch.Tensor | None = None
+    teacher_loss: torch.Tensor | None = None
     split_entropy: torch.Tensor | None = None
 
 
@@ -507,8 +509,12 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     context] through the composition Transformer (or a decoder of its own, `tie_decoder=False`), a dense layer and
     the output embedding (tied to the input).
 
-    `train_parser` (not saved): whether training adds the top-down parser's loss; a training run may start it late,
-    the parser meanwhile merging by its untrained scores."""
+    Training state (not saved), set by a training run's callbacks:
+    - `train_parser`: whether training adds the top-down parser's loss; a run may start it late, the parser meanwhile
+      merging by its untrained scores;
+    - `train_language_model`: False trains the parser alone toward its teacher's trees (no chart is built);
+    - `teacher_weight`: with `parser_target="teacher"`, the teacher's tree's weight in the parser's target, the rest
+      going to the chart's best tree (a run may anneal it from 1 to 0)."""
 
     _tied_weights_keys = {"lm_head.weight": "r2d2.embed_tokens.weight"}
     accepts_loss_kwargs = False
@@ -530,6 +536,8 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
                 R2D2CompositionLayer(config) for _ in range(config.num_composition_layers)
             )
         self.train_parser = True
+        self.train_language_model = True
+        self.teacher_weight = 1.0
         self.post_init()
 
     def get_output_embeddings(self):
@@ -549,12 +557,23 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
+        teacher_merge_order: torch.LongTensor | None = None,
         **kwargs,
     ) -> R2D2LanguageModelingOutput:
+        """`teacher_merge_order` (`(B, n - 1)`, see `merge_order_from_split_scores`): a tree per sentence for the
+        parser to learn from in training (`parser_target="teacher"`)."""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
-        outputs = self.r2d2(input_ids, attention_mask)
         lengths = attention_mask.sum(-1)
+        teacher_targets = None
+        if self.training and teacher_merge_order is not None:
+            teacher_targets = merge_order_targets(teacher_merge_order.to(input_ids.device), lengths)
+        if self.training and not self.train_language_model:
+            if self.config.parser_target != "teacher" or teacher_targets is None:
+                raise ValueError("training the parser alone needs parser_target='teacher' and teacher_merge_order")
+            teacher_loss = split_cross_entropy(self.r2d2.split_scores(input_ids, lengths), *teacher_targets, lengths, 1)
+            return R2D2LanguageModelingOutput(loss=teacher_loss, parser_loss=teacher_loss, teacher_loss=teacher_loss)
+        outputs = self.r2d2(input_ids, attention_mask)
         left, right = self.r2d2.context_states(outputs.chart, lengths)
         if labels is None:
             logits = self.predict_words(left.flatten(0, 1), right.flatten(0, 1)).view(*input_ids.shape, -1)
@@ -562,27 +581,48 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         predicted = labels.ne(-100)
         logits = self.predict_words(left[predicted], right[predicted])
         loss = lm_loss = masked_lm_cross_entropy(logits, labels[predicted])
-        parser_loss = entropy = None
+        parser_loss = teacher_loss = entropy = None
         if self.training:
             entropy = split_entropy(outputs.chart)
-        if outputs.split_scores is not None and self.training and self.train_parser:
-            # The parser learns from the chart alone (the target trees are discrete), the chart nothing from the
-            # parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do. Evaluation
-            # leaves it out, so that the eval loss stays the language model's (its exp the perplexity).
-            best = self.config.parser_target == "best"
-            samples = 1 if best else self.config.parser_tree_samples
-            temperature = 0.0 if best else self.config.parser_target_temperature
-            targets = sample_chart_trees(outputs.chart, samples, temperature)
-            parser_loss = split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
-            loss = loss + parser_loss
+        if outputs.split_scores is not None and self.training:
+            if teacher_targets is not None:
+                teacher_loss = split_cross_entropy(outputs.split_scores, *teacher_targets, lengths, 1)
+            if self.train_parser:
+                # The parser learns from the chart alone (the target trees are discrete), the chart nothing from
+                # the parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do.
+                # Evaluation leaves it out, so that the eval loss stays the language model's (its exp the
+                # perplexity).
+                parser_loss = self.parser_loss(outputs, lengths, teacher_loss)
+                loss = loss + parser_loss
         return R2D2LanguageModelingOutput(
             loss=loss,
             logits=logits,
             root_states=outputs.root_states,
             lm_loss=lm_loss,
             parser_loss=parser_loss,
+            teacher_loss=teacher_loss,
             split_entropy=entropy,
         )
+
+    def parser_loss(
+        self, outputs: R2D2ModelOutput, lengths: torch.Tensor, teacher_loss: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The top-down parser's cross-entropy against its target (`config.parser_target`): trees drawn from the
+        chart, the chart's best tree, or the teacher's tree (`teacher_loss`) weighted by `teacher_weight` and the
+        chart's best tree by the rest."""
+        target = self.config.parser_target
+        if target == "teacher":
+            if teacher_loss is None:
+                raise ValueError("parser_target='teacher' needs a teacher tree per sentence (teacher_merge_order)")
+            weight = float(self.teacher_weight)
+            if weight >= 1:
+                return teacher_loss
+            best = split_cross_entropy(outputs.split_scores, *sample_chart_trees(outputs.chart, 1, 0.0), lengths, 1)
+            return weight * teacher_loss + (1 - weight) * best if weight > 0 else best
+        samples = 1 if target == "best" else self.config.parser_tree_samples
+        temperature = 0.0 if target == "best" else self.config.parser_target_temperature
+        targets = sample_chart_trees(outputs.chart, samples, temperature)
+        return split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
 
     @torch.no_grad()
     def pseudo_log_likelihood(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -848,6 +888,19 @@ def merge_order_from_split_scores(split_scores: torch.Tensor, lengths: torch.Ten
     # A stable sort of the splits taken right to left puts the rightmost of equal scores first.
     order = num_splits - 1 - torch.sort(keys.flip(-1), dim=-1, stable=True).indices
     return order.masked_fill(~real, -1)
+
+
+# Copied from hf_structure.structs.merge_orders.merge_order_targets
+def merge_order_targets(
+    merge_order: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The tree of a merge order (e.g. a teacher's) as the parser's target, in `sample_chart_trees`' form (one tree a
+    sentence): `(sentence, first, last, split)`, four `(T,)` tensors, every internal node with the word it splits
+    after."""
+    first, last = split_spans(merge_order, lengths)
+    real = torch.arange(merge_order.size(1), device=merge_order.device)[None, :] < (lengths[:, None] - 1)
+    sentence, split = real.nonzero(as_tuple=True)
+    return sentence, first[sentence, split], last[sentence, split], split
 
 
 # Copied from hf_structure.structs.merge_orders.sample_chart_trees

@@ -34,6 +34,7 @@ from ...layers import masked_lm_cross_entropy, random_keep_mask
 from ...structs.merge_orders import (
     encode_along_merges,
     merge_order_from_split_scores,
+    merge_order_targets,
     sample_chart_trees,
     split_cross_entropy,
     split_entropy,
@@ -76,7 +77,9 @@ class R2D2Config(StructureConfig):
             best: on the parser's split scores (parser pruning) or the 2022 rule's bigram scores. None (default): on
             for both (the authors' code), read when the model runs (`noisy_merges`); the 2021 rule has none.
         parser_target: what the top-down parser learns from: `"sampled"` (`parser_tree_samples` trees drawn from
-            the chart, the authors') or `"best"` (the chart's best tree only).
+            the chart, the authors'), `"best"` (the chart's best tree only) or `"teacher"` (parser pruning only):
+            trees given with each training batch (`teacher_merge_order`, e.g. an unsupervised teacher's), mixed with
+            the chart's best tree by `R2D2ForLanguageModeling.teacher_weight` (1: the teacher's alone).
         parser_target_temperature: the temperature of the chart's split scores when the parser's target trees are
             drawn (`"sampled"`); above 1 flattens them.
         tie_decoder: the language model predicts words through the composition Transformer (True) or through a
@@ -93,7 +96,7 @@ class R2D2Config(StructureConfig):
     }
     tree_decodings = ("parser", "chart")
     merge_rules = ("2021", "2022")
-    parser_targets = ("sampled", "best")
+    parser_targets = ("sampled", "best", "teacher")
     initializations = ("normal", "pytorch")
 
     def __init__(
@@ -147,6 +150,8 @@ class R2D2Config(StructureConfig):
             raise ValueError("merge_noise needs parser pruning or merge_rule='2022': the 2021 rule has no noise")
         if parser_target not in self.parser_targets:
             raise ValueError(f"parser_target must be one of {self.parser_targets}, got {parser_target!r}")
+        if parser_target == "teacher" and pruning != "parser":
+            raise ValueError("parser_target='teacher' trains the top-down parser: it needs pruning='parser'")
         if parser_target_temperature <= 0:
             raise ValueError(f"parser_target_temperature must be positive, got {parser_target_temperature}")
         if initialization not in self.initializations:
@@ -235,8 +240,9 @@ class R2D2LanguageModelingOutput(ModelOutput):
         logits: `(P, vocab)` for the P predicted words when labels are given, else `(B, n, vocab)` for every word.
         root_states: `(B, d)` as in `R2D2ModelOutput`.
         lm_loss: the language-model part of `loss`.
-        parser_loss: the top-down parser's cross-entropy against its target trees from the chart (training with
-            parser pruning).
+        parser_loss: the top-down parser's cross-entropy against its target trees (training with parser pruning).
+        teacher_loss: in training with teacher trees (`teacher_merge_order`), the parser's cross-entropy against
+            them, whatever their weight in its target (how far the parser has moved from its teacher).
         split_entropy: in training, how flat the chart's split distributions are (`split_entropy`: 1 is uniform).
     """
 
@@ -245,6 +251,7 @@ class R2D2LanguageModelingOutput(ModelOutput):
     root_states: torch.Tensor | None = None
     lm_loss: torch.Tensor | None = None
     parser_loss: torch.Tensor | None = None
+    teacher_loss: torch.Tensor | None = None
     split_entropy: torch.Tensor | None = None
 
 
@@ -649,8 +656,12 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     context] through the composition Transformer (or a decoder of its own, `tie_decoder=False`), a dense layer and
     the output embedding (tied to the input).
 
-    `train_parser` (not saved): whether training adds the top-down parser's loss; a training run may start it late,
-    the parser meanwhile merging by its untrained scores."""
+    Training state (not saved), set by a training run's callbacks:
+    - `train_parser`: whether training adds the top-down parser's loss; a run may start it late, the parser meanwhile
+      merging by its untrained scores;
+    - `train_language_model`: False trains the parser alone toward its teacher's trees (no chart is built);
+    - `teacher_weight`: with `parser_target="teacher"`, the teacher's tree's weight in the parser's target, the rest
+      going to the chart's best tree (a run may anneal it from 1 to 0)."""
 
     _tied_weights_keys = {"lm_head.weight": "r2d2.embed_tokens.weight"}
     accepts_loss_kwargs = False
@@ -672,6 +683,8 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
                 R2D2CompositionLayer(config) for _ in range(config.num_composition_layers)
             )
         self.train_parser = True
+        self.train_language_model = True
+        self.teacher_weight = 1.0
         self.post_init()
 
     def get_output_embeddings(self):
@@ -691,12 +704,23 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
+        teacher_merge_order: torch.LongTensor | None = None,
         **kwargs,
     ) -> R2D2LanguageModelingOutput:
+        """`teacher_merge_order` (`(B, n - 1)`, see `merge_order_from_split_scores`): a tree per sentence for the
+        parser to learn from in training (`parser_target="teacher"`)."""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
-        outputs = self.r2d2(input_ids, attention_mask)
         lengths = attention_mask.sum(-1)
+        teacher_targets = None
+        if self.training and teacher_merge_order is not None:
+            teacher_targets = merge_order_targets(teacher_merge_order.to(input_ids.device), lengths)
+        if self.training and not self.train_language_model:
+            if self.config.parser_target != "teacher" or teacher_targets is None:
+                raise ValueError("training the parser alone needs parser_target='teacher' and teacher_merge_order")
+            teacher_loss = split_cross_entropy(self.r2d2.split_scores(input_ids, lengths), *teacher_targets, lengths, 1)
+            return R2D2LanguageModelingOutput(loss=teacher_loss, parser_loss=teacher_loss, teacher_loss=teacher_loss)
+        outputs = self.r2d2(input_ids, attention_mask)
         left, right = self.r2d2.context_states(outputs.chart, lengths)
         if labels is None:
             logits = self.predict_words(left.flatten(0, 1), right.flatten(0, 1)).view(*input_ids.shape, -1)
@@ -704,27 +728,48 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         predicted = labels.ne(-100)
         logits = self.predict_words(left[predicted], right[predicted])
         loss = lm_loss = masked_lm_cross_entropy(logits, labels[predicted])
-        parser_loss = entropy = None
+        parser_loss = teacher_loss = entropy = None
         if self.training:
             entropy = split_entropy(outputs.chart)
-        if outputs.split_scores is not None and self.training and self.train_parser:
-            # The parser learns from the chart alone (the target trees are discrete), the chart nothing from the
-            # parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do. Evaluation
-            # leaves it out, so that the eval loss stays the language model's (its exp the perplexity).
-            best = self.config.parser_target == "best"
-            samples = 1 if best else self.config.parser_tree_samples
-            temperature = 0.0 if best else self.config.parser_target_temperature
-            targets = sample_chart_trees(outputs.chart, samples, temperature)
-            parser_loss = split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
-            loss = loss + parser_loss
+        if outputs.split_scores is not None and self.training:
+            if teacher_targets is not None:
+                teacher_loss = split_cross_entropy(outputs.split_scores, *teacher_targets, lengths, 1)
+            if self.train_parser:
+                # The parser learns from the chart alone (the target trees are discrete), the chart nothing from
+                # the parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do.
+                # Evaluation leaves it out, so that the eval loss stays the language model's (its exp the
+                # perplexity).
+                parser_loss = self.parser_loss(outputs, lengths, teacher_loss)
+                loss = loss + parser_loss
         return R2D2LanguageModelingOutput(
             loss=loss,
             logits=logits,
             root_states=outputs.root_states,
             lm_loss=lm_loss,
             parser_loss=parser_loss,
+            teacher_loss=teacher_loss,
             split_entropy=entropy,
         )
+
+    def parser_loss(
+        self, outputs: R2D2ModelOutput, lengths: torch.Tensor, teacher_loss: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The top-down parser's cross-entropy against its target (`config.parser_target`): trees drawn from the
+        chart, the chart's best tree, or the teacher's tree (`teacher_loss`) weighted by `teacher_weight` and the
+        chart's best tree by the rest."""
+        target = self.config.parser_target
+        if target == "teacher":
+            if teacher_loss is None:
+                raise ValueError("parser_target='teacher' needs a teacher tree per sentence (teacher_merge_order)")
+            weight = float(self.teacher_weight)
+            if weight >= 1:
+                return teacher_loss
+            best = split_cross_entropy(outputs.split_scores, *sample_chart_trees(outputs.chart, 1, 0.0), lengths, 1)
+            return weight * teacher_loss + (1 - weight) * best if weight > 0 else best
+        samples = 1 if target == "best" else self.config.parser_tree_samples
+        temperature = 0.0 if target == "best" else self.config.parser_target_temperature
+        targets = sample_chart_trees(outputs.chart, samples, temperature)
+        return split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
 
     @torch.no_grad()
     def pseudo_log_likelihood(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:

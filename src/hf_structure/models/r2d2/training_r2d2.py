@@ -1,17 +1,28 @@
 """How R2D2 trains (`scripts/run_mlm.py`): a bidirectional language model, every word predicted from its left and
 right context nodes (nothing masked). With Fast-R2D2's top-down parser, the parser and the language model train as
 by two optimisers (the authors' code): each with its own learning rate, warm-up and, if asked, gradient clip, each
-gradient norm logged apart; the parser may start late. Training code only: no modeling file imports this module."""
+gradient norm logged apart; the parser may start late.
 
+The parser may learn from a teacher's trees (`--teacher_model`, `--teacher_trees`: `parser_target="teacher"`), in
+stages: alone (`--parser_only`), then beside the language model whose chart it prunes, then handing over to the
+chart's own best tree (`--teacher_anneal_start`, `--teacher_anneal_end`). Training code only: no modeling file
+imports this module."""
+
+import logging
 from dataclasses import dataclass, field
 
 import torch
 from transformers import PreTrainedTokenizerBase, TrainerCallback
 
+from ...structs.merge_orders import merge_order_from_split_scores
+from ...structs.trees import spans_to_distances
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
 from ...training.trainer import OptimizerPart
 from .configuration_r2d2 import R2D2Config
+
+logger = logging.getLogger(__name__)
+TEACHER_COLUMN = "teacher_merge_order"
 
 
 @dataclass
@@ -50,12 +61,58 @@ class R2D2TrainingArguments(TransformerSizeArguments):
             "parser's scores and only the language model learns."
         },
     )
+    teacher_model: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Teacher models whose constituency trees the parser learns from (parser_target=teacher): "
+            "bundled names (e.g. structformer-ptb), folders or Hub ids. They parse the training text once; the "
+            "trees are cached in the output folder (teacher-<name>.jsonl). Several teachers' trees are averaged."
+        },
+    )
+    teacher_trees: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Teacher trees as JSON lines with `words` and `spans` (`hf-structure parse --json`, or a "
+            "cache file of --teacher_model), matched to the training sentences by their words."
+        },
+    )
+    parser_only: bool = field(
+        default=False,
+        metadata={
+            "help": "Train the parser alone toward its teacher's trees: no chart is built and the language model "
+            "is left as it is (the first stage of teacher bootstrapping)."
+        },
+    )
+    teacher_anneal_start: int | None = field(
+        default=None,
+        metadata={
+            "help": "With teacher trees: from this step the teacher's weight in the parser's target falls "
+            "linearly from 1 to 0 at --teacher_anneal_end, the rest going to the chart's best tree (R2D2's own "
+            "objective); unset, the parser follows the teacher throughout."
+        },
+    )
+    teacher_anneal_end: int | None = field(
+        default=None, metadata={"help": "The step at which the teacher's weight reaches 0 (see the start)."}
+    )
+
+    def __post_init__(self):
+        if (self.teacher_anneal_start is None) != (self.teacher_anneal_end is None):
+            raise ValueError("--teacher_anneal_start and --teacher_anneal_end go together")
+        if self.teacher_anneal_start is not None and not 0 <= self.teacher_anneal_start < self.teacher_anneal_end:
+            raise ValueError("--teacher_anneal_start must be >= 0 and below --teacher_anneal_end")
+        if (self.parser_only or self.teacher_anneal_start is not None) and not self.has_teacher:
+            raise ValueError("--parser_only and --teacher_anneal_* need --teacher_model or --teacher_trees")
+
+    @property
+    def has_teacher(self) -> bool:
+        return bool(self.teacher_model or self.teacher_trees)
 
 
 class EveryWordCollator:
     """Batches for a bidirectional language model (R2D2): the input is left as it is and every word is a target,
-    except special tokens (`<unk>`, `<pad>`), whose labels are -100. Deterministic, so a resumed run's batches are
-    those of the uninterrupted run."""
+    except special tokens (`<unk>`, `<pad>`), whose labels are -100. Examples with a teacher's tree (a
+    `teacher_merge_order` column) give it padded with -1. Deterministic, so a resumed run's batches are those of the
+    uninterrupted run."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase):
         self.tokenizer = tokenizer
@@ -65,6 +122,11 @@ class EveryWordCollator:
         batch = self.tokenizer.pad({"input_ids": [example["input_ids"] for example in examples]}, return_tensors="pt")
         ignored = torch.isin(batch["input_ids"], self.special_ids) | batch["attention_mask"].eq(0)
         batch["labels"] = batch["input_ids"].masked_fill(ignored, -100)
+        if TEACHER_COLUMN in examples[0]:
+            orders = torch.full((len(examples), max(batch["input_ids"].size(1) - 1, 0)), -1, dtype=torch.long)
+            for row, example in enumerate(examples):
+                orders[row, : len(example[TEACHER_COLUMN])] = torch.as_tensor(example[TEACHER_COLUMN], dtype=torch.long)
+            batch[TEACHER_COLUMN] = orders
         return batch
 
 
@@ -116,8 +178,64 @@ class ParserStart(TrainerCallback):
         model.train_parser = state.global_step >= self.step
 
 
+class ParserOnly(TrainerCallback):
+    """The parser trains alone (`R2D2ForLanguageModeling.train_language_model` off)."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        model.train_language_model = False
+
+
+class TeacherAnneal(TrainerCallback):
+    """The teacher's weight in the parser's target (`R2D2ForLanguageModeling.teacher_weight`): 1 before step
+    `start`, falling linearly to 0 at step `end`, 0 after."""
+
+    def __init__(self, start: int, end: int):
+        self.start, self.end = start, end
+
+    def weight(self, step: int) -> float:
+        return min(1.0, max(0.0, (self.end - step) / (self.end - self.start)))
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        model.teacher_weight = self.weight(state.global_step)
+
+
 def callbacks(arguments: R2D2TrainingArguments) -> list[TrainerCallback]:
-    return [ParserStart(arguments.parser_start_step)] if arguments.parser_start_step > 0 else []
+    found: list[TrainerCallback] = [ParserStart(arguments.parser_start_step)] if arguments.parser_start_step > 0 else []
+    if arguments.parser_only:
+        found.append(ParserOnly())
+    if arguments.teacher_anneal_start is not None:
+        found.append(TeacherAnneal(arguments.teacher_anneal_start, arguments.teacher_anneal_end))
+    return found
+
+
+def teacher_columns(arguments: R2D2TrainingArguments, model, dataset, lines: list[str], output_dir: str):
+    """With a teacher: each training example's teacher tree, as the merge order the parser learns from (the
+    dataset's `teacher_merge_order` column), the teachers' trees averaged; the model's parser target set to
+    `"teacher"`. The sentences are the words of `lines` as the examples hold them (one token a word, truncated
+    alike)."""
+    if not arguments.has_teacher:
+        return dataset
+    from ...training.teachers import teacher_trees
+
+    if model.config.pruning != "parser":
+        raise ValueError("a teacher trains the top-down parser: it needs --pruning parser (Fast-R2D2)")
+    if model.config.parser_target != "teacher":
+        logger.info(
+            "teacher trees given: the parser's target becomes the teacher's (was %r)", model.config.parser_target
+        )
+        model.config.parser_target = "teacher"
+    sentences = [words for words in (line.split() for line in lines) if words]
+    if len(sentences) != len(dataset) or any(len(w) < n for w, n in zip(sentences, dataset["length"])):
+        raise ValueError("teacher trees need one token per word of the training text (a word-level tokenizer)")
+    sentences = [words[:length] for words, length in zip(sentences, dataset["length"])]
+    trees = teacher_trees(sentences, arguments.teacher_model, arguments.teacher_trees, output_dir)
+    orders = [
+        merge_order_from_split_scores(
+            torch.tensor([spans_to_distances(spans, len(words))], dtype=torch.float), torch.tensor([len(words)])
+        )[0].tolist()
+        for words, spans in zip(sentences, trees)
+    ]
+    return dataset.add_column(TEACHER_COLUMN, orders)
 
 
 TRAINING = LanguageModelTraining(
@@ -126,4 +244,5 @@ TRAINING = LanguageModelTraining(
     collator=every_word_collator,
     optimizer_parts=optimizer_parts,
     callbacks=callbacks,
+    training_columns=teacher_columns,
 )

@@ -1,0 +1,123 @@
+"""Teacher trees: constituency trees for a model to learn from, given by other models or by files, one per training
+sentence; several teachers' trees are combined by tree averaging (`structs.decoding.average_trees`).
+
+A teacher model is any model `hf_structure` can load whose `parse` gives constituents (`spans`): a bundled short
+name, a folder or a Hub id. It parses the sentences once; its trees are cached as JSON lines (the format of
+`hf-structure parse --json` and of `--teacher_trees` files), so a resumed run, or a later stage given the file,
+reads them instead of parsing again."""
+
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from ..structs.decoding import average_trees
+from ..structs.trees import Span
+
+logger = logging.getLogger(__name__)
+
+
+class TeacherTreesError(ValueError):
+    """A teacher cannot give a tree for every training sentence; the message names the teacher and the sentence,
+    file line or span."""
+
+
+def teacher_trees(
+    sentences: Sequence[Sequence[str]],
+    models: Sequence[str] = (),
+    files: Sequence[str | Path] = (),
+    cache_dir: str | Path | None = None,
+    batch_size: int = 64,
+) -> list[list[Span]]:
+    """One binary tree per sentence (its spans of two or more words): the teachers' trees, averaged where there are
+    several. `models` parse the sentences (their trees cached in `cache_dir` as `teacher-<name>.jsonl`, reused when
+    they hold exactly these sentences); `files` give trees as JSON lines with `words` and `spans`, matched to the
+    sentences by their words."""
+    if not models and not files:
+        raise TeacherTreesError("no teacher: name a teacher model or a teacher-trees file")
+    per_teacher = [model_trees(name, sentences, cache_dir, batch_size) for name in models]
+    per_teacher += [file_trees(path, sentences) for path in files]
+    return average_trees(per_teacher, [len(words) for words in sentences])
+
+
+def cache_path(cache_dir: str | Path, model: str) -> Path:
+    """Where a teacher model's trees are cached: its name or path, made a file name."""
+    return Path(cache_dir) / f"teacher-{re.sub(r'[^A-Za-z0-9._-]+', '_', str(model)).strip('_.')}.jsonl"
+
+
+def model_trees(
+    model: str, sentences: Sequence[Sequence[str]], cache_dir: str | Path | None, batch_size: int = 64
+) -> list[list[Span]]:
+    """A teacher model's trees of the sentences, read from its cache file where that holds these sentences."""
+    cached = cache_path(cache_dir, model) if cache_dir is not None else None
+    if cached is not None and cached.is_file():
+        try:
+            trees = file_trees(cached, sentences)
+            logger.info("teacher %s: %d trees read from %s", model, len(trees), cached)
+            return trees
+        except TeacherTreesError as error:
+            logger.info("teacher %s: the cache %s is not for these sentences (%s); parsing again", model, cached, error)
+    from ..bundled import load_model_and_tokenizer
+    from ..evaluation.scoring import parse_word_lists
+
+    teacher, tokenizer = load_model_and_tokenizer(model)
+    if "spans" not in getattr(teacher, "parse_outputs", ()):
+        raise TeacherTreesError(f"teacher {model}: its parses have no constituents (spans)")
+    options = {"structures": ("constituency",)} if "structures" in teacher.parse_options else {}
+    with tqdm(total=len(sentences), desc=f"teacher {model}", unit="sentence") as progress:
+        parses = parse_word_lists(teacher, tokenizer, sentences, batch_size, on_batch=progress.update, **options)
+    trees = [[tuple(span) for span in parse["spans"]] for parse in parses]
+    if cached is not None:
+        write_trees(cached, sentences, trees)
+    return trees
+
+
+def write_trees(path: str | Path, sentences: Sequence[Sequence[str]], trees: Sequence[Sequence[Span]]) -> None:
+    """Trees as JSON lines (`words`, `spans`), written whole or not at all (a temporary file renamed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as stream:
+            for words, spans in zip(sentences, trees):
+                stream.write(json.dumps({"words": list(words), "spans": [list(span) for span in spans]}) + "\n")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def file_trees(path: str | Path, sentences: Sequence[Sequence[str]]) -> list[list[Span]]:
+    """The trees of a JSON-lines file (`words`, `spans`: `hf-structure parse --json` output) for the sentences,
+    matched by their words (a sentence that occurs twice takes the file's first tree of it). Raises
+    TeacherTreesError naming the file line of a bad record, or the first sentence the file has no tree for."""
+    by_words: dict[tuple[str, ...], list[Span]] = {}
+    try:
+        with open(path, encoding="utf-8") as stream:
+            for number, line in enumerate(stream, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    words = tuple(record["words"])
+                    spans = [(int(start), int(end)) for start, end in record["spans"]]
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+                    raise TeacherTreesError(
+                        f"{path}, line {number}: not a tree with words and spans ({error})"
+                    ) from None
+                outside = [span for span in spans if not 0 <= span[0] < span[1] <= len(words)]
+                if outside:
+                    raise TeacherTreesError(f"{path}, line {number}: span {outside[0]} outside its {len(words)} words")
+                by_words.setdefault(words, spans)
+    except (OSError, UnicodeDecodeError) as error:
+        raise TeacherTreesError(f"{path}: {error}") from None
+    trees = []
+    for number, words in enumerate(sentences, 1):
+        spans = by_words.get(tuple(words))
+        if spans is None:
+            raise TeacherTreesError(f"{path}: no tree for sentence {number} ({' '.join(words)[:80]!r})")
+        trees.append(spans)
+    return trees
