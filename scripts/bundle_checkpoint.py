@@ -12,7 +12,9 @@ recorded) beside it, and renders the model card (README.md) from them:
         --output src/hf_structure/checkpoints/structformer-ptb
 
 A run that fine-tuned an earlier checkpoint (`run_mlm.py --model_name_or_path OLD`) is recorded as a further
-stage of OLD's training with `--continues OLD`: the command, wall time, steps and epochs then cover all stages.
+stage of OLD's training with `--continues OLD`: the command, wall time, steps and epochs then cover all stages. A run
+whose parser learned from a teacher model's trees names it with `--teacher NAME`: the teacher is scored on the same
+treebank, and the record (and card) give its scores beside the student's.
 """
 
 import argparse
@@ -51,6 +53,7 @@ def main() -> None:
     parser.add_argument("--wall-time-s", type=float, required=True, help="training wall-clock time")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
     parser.add_argument("--continues", help="checkpoint folder (with its training record) this run started from")
+    parser.add_argument("--teacher", help="the model whose trees the run learned from, scored on the same treebank")
     parser.add_argument(
         "--lm-text",
         nargs="*",
@@ -87,6 +90,9 @@ def main() -> None:
         for key, perplexity in language_model_perplexity(model, tokenizer, text, 0, paper_seeds).items():
             results[f"{key}_{name}"] = perplexity
     results["baselines"] = baselines
+    if args.teacher:
+        teacher, teacher_tokenizer = load_model_and_tokenizer(args.teacher)
+        results["teacher"] = {"model": args.teacher, **evaluate_model(teacher, teacher_tokenizer, gold)}
     state = json.loads((run / "trainer_state.json").read_text())
     command = Path(args.command_file).read_text().strip()
     stage = {

@@ -7,7 +7,7 @@ spacy = pytest.importorskip("spacy", reason="the spaCy component needs the spacy
 
 from transformers import pipeline  # noqa: E402
 
-from tests.helpers.tiny_models import save_tiny_model  # noqa: E402
+from tests.helpers.tiny_models import save_tiny_model, save_tiny_r2d2  # noqa: E402
 
 TEXT = "The old man sat on the bench.  A dog ran and tired. The man sat"
 
@@ -53,6 +53,35 @@ def test_pipe_equals_one_doc_at_a_time_and_earlier_sentences_are_kept(tiny):
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer", config={"punct_chars": [";"]})
     nlp.add_pipe("hf_structure", config={"model": tiny})
+    assert len(list(nlp("A dog ran. The man sat; the old man").sents)) == 2  # the sentencizer's, not ours
+
+
+def test_a_model_of_constituents_only_sets_sentences_and_spans_and_no_heads(tmp_path):
+    r2d2 = str(save_tiny_r2d2(tmp_path / "r2d2"))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": r2d2})
+    docs = list(nlp.pipe([TEXT, "", "?"]))
+    doc = docs[0]
+    assert [sentence.text.strip() for sentence in doc.sents] == [
+        "The old man sat on the bench.",
+        "A dog ran and tired.",
+        "The man sat",
+    ]
+    assert not doc.has_annotation("DEP") and not doc.has_annotation("HEAD")
+    parser = pipeline("unsupervised-parsing", model=r2d2)
+    for sentence in doc.sents:
+        words = [token for token in sentence if not token.is_space]
+        expected = parser([token.text for token in words], is_split_into_words=True)
+        assert "heads" not in expected
+        assert {
+            (span.start - sentence.start, span.end - sentence.start)
+            for span in doc.spans["constituents"]
+            if sentence.start <= span.start < sentence.end
+        } == {tuple(span) for span in expected["spans"]}
+    assert len(docs[1]) == 0 and list(docs[2].spans["constituents"]) == []
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer", config={"punct_chars": [";"]})
+    nlp.add_pipe("hf_structure", config={"model": r2d2})
     assert len(list(nlp("A dog ran. The man sat; the old man").sents)) == 2  # the sentencizer's, not ours
 
 

@@ -11,7 +11,8 @@ parses spaCy's own tokens (whitespace tokens are left out and attached to the wo
 sets `token.head` and `token.dep_` (the root's label is spaCy's `ROOT`; a model without labels gives `dep`), so
 `doc.sents`, displaCy and spaCy's scorer work unchanged. Sentences are those an earlier component set, else
 hf_structure's own splitter's. A model that gives constituents (StructFormer, R2D2) puts them in
-`doc.spans[spans_key]` (default `"constituents"`), every constituent of two or more words with the label `X`.
+`doc.spans[spans_key]` (default `"constituents"`), every constituent of two or more words with the label `X`. A model
+that gives constituents only (R2D2) leaves heads and labels unset and marks the sentences (`token.is_sent_start`).
 """
 
 from collections.abc import Iterable, Iterator
@@ -49,7 +50,8 @@ class StructureParser:
 
     def _parse(self, docs: list[Doc]) -> list[Doc]:
         # Per doc, per sentence: the indices of its word tokens (whitespace tokens are no words).
-        sentences = [[[t.i for t in sentence if not t.is_space] for sentence in _sentences(doc)] for doc in docs]
+        spans_of_docs = [_sentences(doc) for doc in docs]
+        sentences = [[[t.i for t in sentence if not t.is_space] for sentence in spans] for spans in spans_of_docs]
         word_lists = [
             [doc[i].text for i in indices]
             for doc, doc_sentences in zip(docs, sentences)
@@ -57,13 +59,16 @@ class StructureParser:
             if indices
         ]
         parses = iter(self.parser(word_lists, batch_size=self.batch_size) if word_lists else [])
-        for doc, doc_sentences in zip(docs, sentences):
-            heads, deps, constituents = list(range(len(doc))), ["dep"] * len(doc), []
+        for doc, doc_spans, doc_sentences in zip(docs, spans_of_docs, sentences):
+            heads, deps, constituents, has_heads = list(range(len(doc))), ["dep"] * len(doc), [], False
             for indices in doc_sentences:
                 if not indices:
                     continue
                 parse = next(parses)
-                for index, head, label in zip(indices, parse["heads"], parse.get("deprels") or [None] * len(indices)):
+                has_heads = "heads" in parse
+                for index, head, label in zip(
+                    indices, parse.get("heads", ()), parse.get("deprels") or [None] * len(indices)
+                ):
                     heads[index] = index if head == 0 else indices[head - 1]
                     deps[index] = "ROOT" if head == 0 else label or "dep"
                 constituents += [
@@ -75,7 +80,14 @@ class StructureParser:
                 if token.is_space:
                     words = [t.i for t in doc if not t.is_space]
                     heads[token.i] = max((i for i in words if i < token.i), default=min(words, default=token.i))
-            _set_heads(doc, heads, deps)
+            if has_heads:
+                _set_heads(doc, heads, deps)
+            elif not doc.has_annotation("SENT_START"):
+                for token in doc:
+                    token.is_sent_start = token.i == 0
+                for sentence in doc_spans:
+                    if len(sentence):
+                        doc[sentence.start].is_sent_start = True
             if constituents or "spans" in self.parser.model.parse_outputs:
                 doc.spans[self.spans_key] = constituents
         return docs

@@ -12,7 +12,7 @@ import pytest
 
 from hf_structure.cli import main
 from tests.helpers.paths import FIXTURES, ROOT
-from tests.helpers.tiny_models import save_tiny_model
+from tests.helpers.tiny_models import save_tiny_model, save_tiny_r2d2
 
 TINY_CONLLU = FIXTURES / "tiny.conllu"
 LINES = ["the old man sat on the bench", "a dog ran", "the dog , old , ran"]
@@ -26,33 +26,9 @@ def model(tmp_path_factory) -> str:
     return str(folder)
 
 
-def save_tiny_r2d2(folder: Path) -> Path:
-    """A tiny random R2D2 with a word tokenizer: a model whose parses give spans and no heads, and whose `parse`
-    takes no `head_decoding`."""
-    import torch
-
-    from hf_structure import R2D2Config, R2D2ForLanguageModeling
-    from hf_structure.data.tokenization import build_word_tokenizer
-
-    tokenizer = build_word_tokenizer(LINES)
-    torch.manual_seed(0)
-    config = R2D2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_composition_layers=1,
-        window_size=2,
-        parse_window_size=3,
-    )
-    R2D2ForLanguageModeling(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def spans_only_model(tmp_path_factory) -> str:
-    return str(save_tiny_r2d2(tmp_path_factory.mktemp("cli") / "tiny-r2d2"))
+    return str(save_tiny_r2d2(tmp_path_factory.mktemp("cli") / "tiny-r2d2", LINES))
 
 
 def tree_leaves(tree: str) -> list[str]:

@@ -17,6 +17,7 @@ from hf_structure.structs import decoding
 from hf_structure.structs.decoding import _chu_liu_edmonds_per_sentence, chu_liu_edmonds, cky, eisner
 from hf_structure.structs.trees import heads_are_tree
 from hf_structure.structs.trees import is_projective as heads_are_projective
+from tests.helpers.binary_trees import binary_trees
 
 PROPERTY = settings(max_examples=100, deadline=None, derandomize=True, database=None)
 INF = float("inf")
@@ -376,3 +377,47 @@ def test_chu_liu_edmonds_uses_the_compiled_decoder_where_installed(monkeypatch):
     assert decoding.chu_liu_edmonds(scores, mask) == "compiled" and len(used) == 1
     monkeypatch.setattr(decoding, "compiled_chu_liu_edmonds", None)
     assert torch.equal(decoding.chu_liu_edmonds(scores, mask), batched_chu_liu_edmonds(scores, mask))
+
+
+def votes_of(tree, teachers):
+    """How many of the teachers' spans (of two or more words) `tree` holds, a span counted once per teacher."""
+    spans = set(tree)
+    return sum(len(spans & {span for span in teacher if span[1] - span[0] > 1}) for teacher in teachers)
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_tree_averaging_finds_a_tree_with_the_most_teacher_votes_of_all_binary_trees(n):
+    all_trees = [spans for spans, _ in binary_trees(0, n)]
+    generator = torch.Generator().manual_seed(n)
+    for _ in range(10):
+        teachers = [all_trees[int(torch.randint(len(all_trees), (), generator=generator))] for _ in range(3)]
+        [averaged] = decoding.average_trees([[teacher] for teacher in teachers], [n])
+        assert sorted(averaged) in [sorted(tree) for tree in all_trees]  # a binary tree over the n words
+        assert votes_of(averaged, teachers) == max(votes_of(tree, teachers) for tree in all_trees)
+
+
+def test_tree_averaging_keeps_one_teachers_binary_tree_and_the_majority_of_three():
+    lengths = [5, 2, 1]
+    right = [[(0, 5), (1, 5), (2, 5), (3, 5)], [(0, 2)], []]
+    left = [[(0, 5), (0, 4), (0, 3), (0, 2)], [(0, 2)], []]
+    words = [[(i, i + 1) for i in range(n)] for n in lengths]
+    assert decoding.average_trees([right], lengths) == right  # pre-order, as cky gives it
+    # words and repeated spans are ignored; two right-branching teachers outvote a left-branching one
+    with_words = [spans + extra + spans[:1] for spans, extra in zip(right, words)]
+    assert [sorted(t) for t in decoding.average_trees([with_words, left, right], lengths)] == [sorted(t) for t in right]
+    # sentences decoded in chunks give what one batch gives
+    assert decoding.average_trees([left, right, left], lengths, chunk_size=1) == decoding.average_trees(
+        [left, right, left], lengths
+    )
+
+
+def test_tree_averaging_binarises_a_flat_tree_keeping_its_spans():
+    [tree] = decoding.average_trees([[[(0, 6), (1, 4)]]], [6])
+    assert {(0, 6), (1, 4)} <= set(tree) and len(tree) == 5
+
+
+def test_tree_averaging_refuses_a_span_outside_the_sentence_and_a_teacher_short_of_trees():
+    with pytest.raises(ValueError, match=r"sentence 1: span \(1, 4\) is outside its 3 words"):
+        decoding.average_trees([[[(0, 2)], [(1, 4)]]], [2, 3])
+    with pytest.raises(ValueError, match="teacher 1 gives 1 trees for 2 sentences"):
+        decoding.average_trees([[[], []], [[]]], [1, 1])

@@ -163,3 +163,35 @@ def test_the_split_entropy_is_a_fraction_of_the_uniform_distributions():
     assert torch.isclose(split_entropy(chart), torch.tensor(1.0))
     chart.node_split_scores = torch.tensor([[0.0, 0.0]] * 5 + [[0.0, -1e4]])
     assert split_entropy(chart) < 1e-3
+
+
+def test_a_merge_orders_targets_are_its_trees_nodes_and_their_splits_in_the_form_of_drawn_trees():
+    from hf_structure.structs.merge_orders import merge_order_targets
+
+    trees = [list(binary_trees(0, n)) for n in (5, 3, 1)]
+    picked = [trees[0][7], trees[1][1], trees[2][0]]
+    lengths = torch.tensor([5, 3, 1])
+    order = torch.full((3, 4), -1, dtype=torch.long)
+    for b, (_, top_down) in enumerate(picked):
+        order[b, : len(top_down)] = torch.tensor(top_down[::-1], dtype=torch.long)
+    sentence, first, last, split = merge_order_targets(order, lengths)
+    found = {(int(b), int(f), int(la) + 1, int(k)) for b, f, la, k in zip(sentence, first, last, split)}
+    expected = set()
+    for b, (spans, _) in enumerate(picked):
+        for start, end in spans:  # the split of a node is where its two children meet
+            mid = next(m for m in range(start + 1, end) if {(start, m), (m, end)} <= {*spans, *SINGLE_WORDS})
+            expected.add((b, start, end, mid - 1))
+    assert found == expected
+    # the loss against them is the parser's loss against that tree drawn from a chart
+    scores = torch.randn(3, 4)
+    assert torch.allclose(
+        split_cross_entropy(scores, sentence, first, last, split, lengths, 1),
+        sum(
+            -torch.log_softmax(scores[b, f:la], -1)[k - f] / lengths[b]  # splits f .. la - 1 of words f .. la
+            for b, f, la, k in zip(sentence, first, last, split)
+        )
+        / 3,
+    )
+
+
+SINGLE_WORDS = {(i, i + 1) for i in range(8)}

@@ -18,9 +18,11 @@ from hf_structure.structs.trees import (
     is_projective,
     nltk_tree_to_spans,
     spans_to_bracketed,
+    spans_to_distances,
     spans_to_nltk_tree,
     tree_to_heads,
 )
+from tests.helpers.binary_trees import binary_trees
 
 PROPERTY = settings(derandomize=True, max_examples=200, deadline=None, database=None)
 
@@ -346,3 +348,21 @@ def test_words_with_brackets_read_back_from_the_bracketed_string():
     text = spans_to_bracketed(words, spans)
     assert text == "((Great service) :-RRB- (-LRB- really -RRB-) f-LRB-x-RRB-)"
     assert bracketed_to_spans(text) == (words, sorted(spans, key=lambda s: (s[0], -s[1])))
+
+
+@pytest.mark.parametrize("n", range(1, 8))
+def test_spans_to_distances_inverts_distances_to_spans_for_every_binary_tree(n):
+    for spans, _ in binary_trees(0, n):
+        distances = spans_to_distances(spans, n)
+        assert len(distances) == n - 1
+        assert {span for span in distances_to_spans(distances) if span[1] - span[0] > 1} == set(spans)
+        assert spans_to_distances([span for span in spans if span != (0, n)], n) == distances  # root implied
+
+
+def test_spans_to_distances_refuses_spans_that_are_not_one_binary_tree():
+    with pytest.raises(ValueError, match="not one binary tree over 4 words"):
+        spans_to_distances([(0, 4), (0, 2), (1, 3)], 4)  # crossing
+    with pytest.raises(ValueError, match="not one binary tree over 4 words"):
+        spans_to_distances([(0, 4)], 4)  # flat
+    with pytest.raises(ValueError, match=r"span \(2, 6\) is outside a sentence of 4 words"):
+        spans_to_distances([(2, 6)], 4)

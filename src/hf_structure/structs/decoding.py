@@ -358,7 +358,7 @@ def cky(span_scores: torch.Tensor, lengths: torch.Tensor) -> tuple[list[list[tup
 
 
 def average_trees(
-    trees: Sequence[Sequence[Sequence[tuple[int, int]]]], lengths: Sequence[int]
+    trees: Sequence[Sequence[Sequence[tuple[int, int]]]], lengths: Sequence[int], chunk_size: int = 256
 ) -> list[list[tuple[int, int]]]:
     """Tree averaging (Shayegh et al., ICLR 2024, "AvgTree"): per sentence, the binary tree holding the most votes
     of several teachers' trees, a vote being one teacher's span; by CKY over the vote counts, batched.
@@ -367,22 +367,29 @@ def average_trees(
     ignored, so trees from `parse` and from `distances_to_spans` both do); a teacher's tree need not be binary.
     Returns each sentence's tree as `cky` does (spans of two or more words, pre-order). A binary tree is the only
     one holding all its spans, so one binary teacher's tree comes back unchanged; between trees of equal votes,
-    `cky` chooses."""
+    `cky` chooses. `chunk_size`: sentences decoded at once."""
     lengths = [int(length) for length in lengths]
     for t, teacher in enumerate(trees):
         if len(teacher) != len(lengths):
             raise ValueError(f"teacher {t} gives {len(teacher)} trees for {len(lengths)} sentences")
-    size = max(lengths, default=0) + 1
-    votes = torch.zeros(len(lengths), size, size)
-    for teacher in trees:
-        for b, (spans, length) in enumerate(zip(teacher, lengths)):
-            for start, end in {tuple(span) for span in spans}:
-                if not 0 <= start < end <= length:
-                    raise ValueError(f"sentence {b}: span {(start, end)} is outside its {length} words")
-                if end - start > 1:
-                    votes[b, start, end] += 1
-    spans, _ = cky(votes, torch.tensor(lengths, dtype=torch.long))
-    return spans
+    averaged: list[list[tuple[int, int]]] = [[] for _ in lengths]
+    by_length = sorted(range(len(lengths)), key=lengths.__getitem__)
+    # Sentences of similar lengths together: CKY's work grows with the batch's longest sentence cubed.
+    for first in range(0, len(by_length), chunk_size):
+        chunk = by_length[first : first + chunk_size]
+        size = lengths[chunk[-1]] + 1
+        votes = torch.zeros(len(chunk), size, size)
+        for teacher in trees:
+            for row, b in enumerate(chunk):
+                for start, end in {tuple(span) for span in teacher[b]}:
+                    if not 0 <= start < end <= lengths[b]:
+                        raise ValueError(f"sentence {b}: span {(start, end)} is outside its {lengths[b]} words")
+                    if end - start > 1:
+                        votes[row, start, end] += 1
+        spans, _ = cky(votes, torch.tensor([lengths[b] for b in chunk], dtype=torch.long))
+        for b, tree in zip(chunk, spans):
+            averaged[b] = tree
+    return averaged
 
 
 def _cky_backtrack(splits: list, length: int) -> list[tuple[int, int]]:

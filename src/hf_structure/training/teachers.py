@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -67,7 +68,7 @@ def model_trees(
     teacher, tokenizer = load_model_and_tokenizer(model)
     if "spans" not in getattr(teacher, "parse_outputs", ()):
         raise TeacherTreesError(f"teacher {model}: its parses have no constituents (spans)")
-    options = {"structures": ("constituency",)} if "structures" in teacher.parse_options else {}
+    options: dict[str, Any] = {"structures": ("constituency",)} if "structures" in teacher.parse_options else {}
     with tqdm(total=len(sentences), desc=f"teacher {model}", unit="sentence") as progress:
         parses = parse_word_lists(teacher, tokenizer, sentences, batch_size, on_batch=progress.update, **options)
     trees = [[tuple(span) for span in parse["spans"]] for parse in parses]
@@ -115,9 +116,9 @@ def file_trees(path: str | Path, sentences: Sequence[Sequence[str]]) -> list[lis
     except (OSError, UnicodeDecodeError) as error:
         raise TeacherTreesError(f"{path}: {error}") from None
     trees = []
-    for number, words in enumerate(sentences, 1):
-        spans = by_words.get(tuple(words))
-        if spans is None:
-            raise TeacherTreesError(f"{path}: no tree for sentence {number} ({' '.join(words)[:80]!r})")
-        trees.append(spans)
+    for number, sentence in enumerate(sentences, 1):
+        tree = by_words.get(tuple(sentence))
+        if tree is None:
+            raise TeacherTreesError(f"{path}: no tree for sentence {number} ({' '.join(sentence)[:80]!r})")
+        trees.append(tree)
     return trees

@@ -1,0 +1,184 @@
+"""Teacher trees (issue #46): read from files, parsed by a teacher model and cached, averaged over teachers, and a
+Fast-R2D2 trained toward them through `scripts/run_mlm.py` in stages."""
+
+import json
+
+import pytest
+import torch
+
+from hf_structure.structs.decoding import average_trees
+from hf_structure.training.teachers import TeacherTreesError, cache_path, file_trees, teacher_trees, write_trees
+from tests.helpers.tiny_models import save_tiny_model
+from tests.training.test_run_mlm import COMMON, TINY_R2D2, data_args, run_mlm, text_files  # noqa: F401
+
+SENTENCES = [["the", "old", "man", "sat"], ["a", "dog", "ran"], ["the", "man"]]
+RIGHT = [[(0, 4), (1, 4), (2, 4)], [(0, 3), (1, 3)], [(0, 2)]]
+LEFT = [[(0, 4), (0, 3), (0, 2)], [(0, 3), (0, 2)], [(0, 2)]]
+
+
+def test_a_trees_file_is_matched_to_the_sentences_by_their_words(tmp_path):
+    path = tmp_path / "trees.jsonl"
+    write_trees(path, SENTENCES[::-1], RIGHT[::-1])
+    assert file_trees(path, SENTENCES) == RIGHT
+    assert file_trees(path, [SENTENCES[2], SENTENCES[2]]) == [RIGHT[2], RIGHT[2]]
+    assert not list(tmp_path.glob(".*partial"))  # written whole, then renamed
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("not json", "line 2: not a tree with words and spans"),
+        ('{"words": ["a", "b"]}', "line 2: not a tree with words and spans"),
+        ('{"words": ["a", "b"], "spans": [[0, 3]]}', r"line 2: span \(0, 3\) outside its 2 words"),
+    ],
+)
+def test_a_bad_line_of_a_trees_file_is_named_with_its_file_and_line(tmp_path, line, message):
+    path = tmp_path / "trees.jsonl"
+    path.write_text(json.dumps({"words": ["a"], "spans": []}) + "\n" + line + "\n")
+    with pytest.raises(TeacherTreesError, match=f"trees.jsonl, {message}"):
+        file_trees(path, [["a"]])
+
+
+def test_a_sentence_the_file_has_no_tree_for_is_named(tmp_path):
+    path = tmp_path / "trees.jsonl"
+    write_trees(path, SENTENCES[:1], RIGHT[:1])
+    with pytest.raises(TeacherTreesError, match=r"no tree for sentence 2 \('a dog ran'\)"):
+        file_trees(path, SENTENCES[:2])
+
+
+def test_several_teachers_trees_are_averaged(tmp_path):
+    files = []
+    for name, trees in (("r1", RIGHT), ("l", LEFT), ("r2", RIGHT)):
+        files.append(tmp_path / f"{name}.jsonl")
+        write_trees(files[-1], SENTENCES, trees)
+    averaged = teacher_trees(SENTENCES, files=files)
+    assert [sorted(tree) for tree in averaged] == [sorted(tree) for tree in RIGHT]
+    assert averaged == average_trees([RIGHT, LEFT, RIGHT], [4, 3, 2])
+    with pytest.raises(TeacherTreesError, match="no teacher"):
+        teacher_trees(SENTENCES)
+
+
+def test_a_teacher_model_parses_once_and_its_cache_is_read_while_it_holds_the_same_sentences(tmp_path):
+    from hf_structure.bundled import load_model_and_tokenizer
+    from hf_structure.evaluation.scoring import parse_word_lists
+
+    teacher = str(save_tiny_model(tmp_path / "teacher"))
+    cache = tmp_path / "run"
+    trees = teacher_trees(SENTENCES, models=[teacher], cache_dir=cache)
+    model, tokenizer = load_model_and_tokenizer(teacher)
+    parses = parse_word_lists(model, tokenizer, SENTENCES, structures=("constituency",))
+    assert [sorted(tree) for tree in trees] == [sorted(map(tuple, parse["spans"])) for parse in parses]
+    cached = cache_path(cache, teacher)
+    assert cached.is_file() and cached.parent == cache
+    write_trees(cached, SENTENCES, LEFT)  # a cache is read, not parsed again ...
+    assert teacher_trees(SENTENCES, models=[teacher], cache_dir=cache) == average_trees([LEFT], [4, 3, 2])
+    other = [["a", "man", "sat"]]  # ... unless it is of other sentences
+    [parse] = parse_word_lists(model, tokenizer, other, structures=("constituency",))
+    assert teacher_trees(other, models=[teacher], cache_dir=cache) == average_trees([[parse["spans"]]], [3])
+    assert file_trees(cached, other)  # and the new parse replaced it
+
+
+def test_a_teacher_without_constituents_is_refused_naming_it():
+    with pytest.raises(TeacherTreesError, match="teacher arc-hybrid-ewt: its parses have no constituents"):
+        teacher_trees(SENTENCES, models=["arc-hybrid-ewt"])  # a bundled dependency parser
+
+
+FAST = [*TINY_R2D2, "--pruning", "parser", "--config_overrides", "parser_num_layers=1,parser_hidden_size=16"]
+
+
+def test_a_fast_r2d2_learns_its_teachers_trees_alone_then_hands_over_to_the_chart(tmp_path, text_files):  # noqa: F811
+    lines = (text_files / "train.txt").read_text().splitlines()
+    sentences = [line.split() for line in lines if line.split()]
+    trees = [[(start, len(words)) for start in range(len(words) - 1)] for words in sentences]  # right-branching
+    teacher = tmp_path / "right.jsonl"
+    write_trees(teacher, sentences, trees)
+    alone = tmp_path / "alone"
+    result = run_mlm(
+        [
+            *FAST,
+            *COMMON,
+            *data_args(text_files),
+            "--teacher_trees",
+            str(teacher),
+            "--parser_only",
+            "--max_steps",
+            "60",
+            "--learning_rate",
+            "1e-2",
+            "--do_train",
+            "--output_dir",
+            str(alone),
+        ]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((alone / "config.json").read_text())["parser_target"] == "teacher"
+    from hf_structure.bundled import load_model_and_tokenizer
+    from hf_structure.evaluation.scoring import parse_word_lists
+
+    model, tokenizer = load_model_and_tokenizer(str(alone))
+    parses = parse_word_lists(model, tokenizer, sentences[:50])
+    same = sum({tuple(s) for s in parse["spans"]} == set(tree) for parse, tree in zip(parses, trees))
+    assert same >= 45  # the parser imitates its teacher
+    history = json.loads((alone / "trainer_state.json").read_text())["log_history"]
+    losses = [entry["teacher_loss"] for entry in history if "teacher_loss" in entry]
+    assert losses[-1] < losses[0] / 2 and "lm_loss" not in history[0]
+    refined = tmp_path / "refined"
+    result = run_mlm(
+        [
+            "--model_name_or_path",
+            str(alone),
+            *COMMON,
+            *data_args(text_files),
+            "--teacher_trees",
+            str(teacher),
+            "--teacher_anneal_start",
+            "5",
+            "--teacher_anneal_end",
+            "10",
+            "--max_steps",
+            "15",
+            "--do_train",
+            "--output_dir",
+            str(refined),
+        ]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    history = json.loads((refined / "trainer_state.json").read_text())["log_history"]
+    logged = [entry for entry in history if "lm_loss" in entry]
+    assert [entry["step"] for entry in logged] == [5, 10, 15]
+    # up to step 5 the parser's loss is the teacher's; from step 10 on, the chart's best tree alone
+    assert logged[0]["parser_loss"] == pytest.approx(logged[0]["teacher_loss"], abs=1e-4)
+    assert logged[2]["parser_loss"] != pytest.approx(logged[2]["teacher_loss"], abs=1e-3)
+
+
+def test_a_teacher_needs_parser_pruning_and_a_tree_for_every_sentence(tmp_path, text_files):  # noqa: F811
+    teacher = tmp_path / "few.jsonl"
+    write_trees(teacher, [["a", "b"]], [[(0, 2)]])
+    args = [*COMMON, *data_args(text_files), "--teacher_trees", str(teacher), "--max_steps", "1", "--do_train"]
+    heuristic = run_mlm([*TINY_R2D2, *args, "--output_dir", str(tmp_path / "h")])
+    assert heuristic.returncode != 0 and "needs --pruning parser" in heuristic.stderr
+    missing = run_mlm([*FAST, *args, "--output_dir", str(tmp_path / "m")])
+    assert missing.returncode != 0 and "few.jsonl: no tree for sentence 1 (" in missing.stderr
+    alone = run_mlm([*FAST, *COMMON, *data_args(text_files), "--parser_only", "--output_dir", str(tmp_path / "p")])
+    assert alone.returncode != 0 and "need --teacher_model or --teacher_trees" in alone.stderr
+
+
+def test_the_teachers_weight_falls_linearly_between_the_anneal_steps():
+    from hf_structure.models.r2d2.training_r2d2 import TeacherAnneal
+
+    anneal = TeacherAnneal(10, 20)
+    assert [anneal.weight(step) for step in (0, 10, 15, 19, 20, 30)] == [1.0, 1.0, 0.5, pytest.approx(0.1), 0.0, 0.0]
+
+
+def test_the_collator_pads_the_teachers_merge_orders_with_minus_one():
+    from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.models.r2d2.training_r2d2 import EveryWordCollator
+
+    tokenizer = build_word_tokenizer(["the old man sat"])
+    batch = EveryWordCollator(tokenizer)(
+        [
+            {"input_ids": [3, 4, 5, 6], "teacher_merge_order": [2, 1, 0]},
+            {"input_ids": [3, 4], "teacher_merge_order": [0]},
+        ]
+    )
+    assert torch.equal(batch["teacher_merge_order"], torch.tensor([[2, 1, 0], [0, -1, -1]]))
