@@ -14,12 +14,17 @@ recorded) beside it, and renders the model card (README.md) from them:
 A run that fine-tuned an earlier checkpoint (`run_mlm.py --model_name_or_path OLD`) is recorded as a further
 stage of OLD's training with `--continues OLD`: the command, wall time, steps and epochs then cover all stages. A run
 whose parser learned from a teacher model's trees names it with `--teacher NAME`: the teacher is scored on the same
-treebank, and the record (and card) give its scores beside the student's.
+treebank, and the record (and card) give its scores beside the student's. A perplexity of the card that no
+`--lm-text` measured is recorded as None ("not measured" on the card, left out of its model-index). Each weight
+keeps the precision the run stored it in (a run saved by `scripts/export_half.py` stays in half precision where it
+was).
 """
 
 import argparse
 import json
 from pathlib import Path
+
+from safetensors.torch import load_file, save_file
 
 from hf_structure import model_spec
 from hf_structure.bundled import load_model_and_tokenizer
@@ -42,6 +47,16 @@ def _as_stage(training: dict) -> dict:
     """A one-stage training record as an entry of `stages`."""
     keys = ("command", "wall_time_s", "steps", "epochs", "log_history", "notes")
     return {key: training[key] for key in keys if key in training}
+
+
+def keep_stored_precision(stored: Path, saved: Path) -> None:
+    """Rewrite `saved` with each weight in the dtype `stored` holds it in (the model loads in float32, so a weight
+    stored in half precision comes back exactly)."""
+    dtypes = {name: tensor.dtype for name, tensor in load_file(stored).items()}
+    weights = load_file(saved)
+    if any(dtypes.get(name, tensor.dtype) != tensor.dtype for name, tensor in weights.items()):
+        weights = {name: tensor.to(dtypes.get(name, tensor.dtype)) for name, tensor in weights.items()}
+        save_file(weights, saved, metadata={"format": "pt"})
 
 
 def main() -> None:
@@ -75,6 +90,7 @@ def main() -> None:
     model, tokenizer = load_model_and_tokenizer(str(run))
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
+    keep_stored_precision(run / "model.safetensors", output / "model.safetensors")
 
     gold = read_treebank(args.treebank)
     scores = evaluate_model(model, tokenizer, gold)
@@ -84,11 +100,15 @@ def main() -> None:
         baseline.pop("parser")
         baselines[name] = baseline
     results = {**treebank_record_fields(args.treebank), **scores}
-    for number, text in enumerate(args.lm_text if model_spec(model.config.model_type).perplexity else []):
+    spec = model_spec(model.config.model_type)
+    for number, text in enumerate(args.lm_text if spec.perplexity else []):
         name = text.removeprefix("ptb-") if text.startswith("ptb-") else Path(text).stem
         paper_seeds = args.paper_mask_seeds if number == 0 else 0
         for key, perplexity in language_model_perplexity(model, tokenizer, text, 0, paper_seeds).items():
             results[f"{key}_{name}"] = perplexity
+    for metric in spec.card_metrics:  # a perplexity no --lm-text measured: the record says so (None)
+        if metric.metric_type == "perplexity" and metric.key not in results:
+            results[metric.key] = None
     results["baselines"] = baselines
     if args.teacher:
         teacher, teacher_tokenizer = load_model_and_tokenizer(args.teacher)

@@ -86,69 +86,95 @@ def test_a_teacher_without_constituents_is_refused_naming_it():
 FAST = [*TINY_R2D2, "--pruning", "parser", "--config_overrides", "parser_num_layers=1,parser_hidden_size=16"]
 
 
-def test_a_fast_r2d2_learns_its_teachers_trees_alone_then_hands_over_to_the_chart(tmp_path, text_files):  # noqa: F811
+@pytest.fixture(scope="module")
+def staged_runs(tmp_path_factory, text_files):  # noqa: F811
+    """A tiny Fast-R2D2 trained on right-branching teacher trees: the parser alone (60 steps), then beside the
+    language model with the teacher's weight annealed to 0 between steps 5 and 10 (15 steps)."""
+    folder = tmp_path_factory.mktemp("staged")
     lines = (text_files / "train.txt").read_text().splitlines()
     sentences = [line.split() for line in lines if line.split()]
-    trees = [[(start, len(words)) for start in range(len(words) - 1)] for words in sentences]  # right-branching
-    teacher = tmp_path / "right.jsonl"
+    trees = [[(start, len(words)) for start in range(len(words) - 1)] for words in sentences]
+    teacher = folder / "right.jsonl"
     write_trees(teacher, sentences, trees)
-    alone = tmp_path / "alone"
-    result = run_mlm(
-        [
-            *FAST,
-            *COMMON,
-            *data_args(text_files),
-            "--teacher_trees",
-            str(teacher),
-            "--parser_only",
-            "--max_steps",
-            "60",
-            "--learning_rate",
-            "1e-2",
-            "--do_train",
-            "--output_dir",
-            str(alone),
-        ]
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((alone / "config.json").read_text())["parser_target"] == "teacher"
-    from hf_structure.bundled import load_model_and_tokenizer
-    from hf_structure.evaluation.scoring import parse_word_lists
-
-    model, tokenizer = load_model_and_tokenizer(str(alone))
-    parses = parse_word_lists(model, tokenizer, sentences[:50])
-    same = sum({tuple(s) for s in parse["spans"]} == set(tree) for parse, tree in zip(parses, trees))
-    assert same >= 45  # the parser imitates its teacher
-    history = json.loads((alone / "trainer_state.json").read_text())["log_history"]
-    losses = [entry["teacher_loss"] for entry in history if "teacher_loss" in entry]
-    assert losses[-1] < losses[0] / 2 and "lm_loss" not in history[0]
-    refined = tmp_path / "refined"
-    result = run_mlm(
+    alone, refined = folder / "alone", folder / "refined"
+    stages = [
+        [*FAST, "--parser_only", "--max_steps", "60", "--learning_rate", "1e-2", "--output_dir", str(alone)],
         [
             "--model_name_or_path",
             str(alone),
-            *COMMON,
-            *data_args(text_files),
-            "--teacher_trees",
-            str(teacher),
-            "--teacher_anneal_start",
-            "5",
-            "--teacher_anneal_end",
-            "10",
-            "--max_steps",
-            "15",
-            "--do_train",
+            *("--teacher_anneal_start", "5", "--teacher_anneal_end", "10", "--max_steps", "15"),
             "--output_dir",
             str(refined),
-        ]
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+        ],
+    ]
+    for stage in stages:
+        result = run_mlm([*COMMON, *data_args(text_files), "--teacher_trees", str(teacher), "--do_train", *stage])
+        assert result.returncode == 0, result.stderr[-3000:]
+    return {"alone": alone, "refined": refined, "sentences": sentences, "trees": trees, "folder": folder}
+
+
+def test_a_fast_r2d2_learns_its_teachers_trees_alone_then_hands_over_to_the_chart(staged_runs):
+    from hf_structure.bundled import load_model_and_tokenizer
+    from hf_structure.evaluation.scoring import parse_word_lists
+
+    alone, refined = staged_runs["alone"], staged_runs["refined"]
+    assert json.loads((alone / "config.json").read_text())["parser_target"] == "teacher"
+    model, tokenizer = load_model_and_tokenizer(str(alone))
+    parses = parse_word_lists(model, tokenizer, staged_runs["sentences"][:50])
+    same = sum({tuple(s) for s in parse["spans"]} == set(tree) for parse, tree in zip(parses, staged_runs["trees"]))
+    assert same >= 45  # the parser imitates its teacher
+    history = json.loads((alone / "trainer_state.json").read_text())["log_history"]
+    losses = [entry["teacher_loss"] for entry in history if "teacher_loss" in entry]
+    assert losses[-1] < losses[0] / 2 and "lm_loss" not in history[0]  # the parser alone
     history = json.loads((refined / "trainer_state.json").read_text())["log_history"]
     logged = [entry for entry in history if "lm_loss" in entry]
     assert [entry["step"] for entry in logged] == [5, 10, 15]
     # up to step 5 the parser's loss is the teacher's; from step 10 on, the chart's best tree alone
     assert logged[0]["parser_loss"] == pytest.approx(logged[0]["teacher_loss"], abs=1e-4)
     assert logged[2]["parser_loss"] != pytest.approx(logged[2]["teacher_loss"], abs=1e-3)
+
+
+def test_a_bundled_student_records_its_teacher_its_stages_and_its_stored_precision(staged_runs, tmp_path):
+    import subprocess
+    import sys
+
+    from safetensors import safe_open
+
+    from hf_structure.hub import TRAINING_RECORD
+    from tests.helpers.hand_treebank import write_hand_treebank
+    from tests.helpers.paths import ROOT
+    from tests.training.test_run_mlm import environment
+
+    gold = write_hand_treebank(tmp_path / "gold")
+    half = tmp_path / "half"
+    scripts = ROOT / "scripts"
+    teacher = save_tiny_model(tmp_path / "teacher")
+    (tmp_path / "command.txt").write_text("python scripts/run_mlm.py ...\n")
+    for command in (
+        [scripts / "export_half.py", "--model", staged_runs["refined"], "--treebank", gold, "--output", half]
+        + ["--keep-float32", "r2d2.split_parser."],
+        [scripts / "bundle_checkpoint.py", "--run", half, "--output", tmp_path / "bundled", "--treebank", gold]
+        + ["--command-file", tmp_path / "command.txt", "--wall-time-s", "5", "--lm-text"]
+        + ["--continues", staged_runs["alone"], "--teacher", teacher],
+    ):
+        result = subprocess.run(
+            [sys.executable, *map(str, command)], capture_output=True, text=True, env=environment(), timeout=600
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+    bundled = tmp_path / "bundled"
+    with safe_open(bundled / "model.safetensors", "pt") as weights:
+        dtypes = {name: str(weights.get_slice(name).get_dtype()) for name in weights.keys()}
+    assert {dtype for name, dtype in dtypes.items() if ".split_parser." in name} == {"F32"}
+    assert {dtype for name, dtype in dtypes.items() if ".split_parser." not in name} == {"F16"}
+    scores = json.loads((bundled / "hf_structure_eval.json").read_text())
+    assert scores["teacher"]["model"] == str(teacher) and "sentence_f1" in scores["teacher"]
+    assert "sentence_f1_chart" in scores and scores["pppl_test"] is None  # no --lm-text: not measured
+    assert len(json.loads((bundled / TRAINING_RECORD).read_text())["stages"]) == 2
+    card = (bundled / "README.md").read_text()
+    assert "## Bootstrapped from a teacher" in card and f"`{teacher}`" in card
+    assert f"F1 {scores['teacher']['sentence_f1']:.2f}" in card
+    assert "| Pseudo-perplexity (PTB test) ↓ | **—** |" in card and "was not measured" in card
+    assert "pppl" not in card.split("---")[1]  # the model-index reports no perplexity
 
 
 def test_a_teacher_needs_parser_pruning_and_a_tree_for_every_sentence(tmp_path, text_files):  # noqa: F811

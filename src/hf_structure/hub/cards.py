@@ -12,11 +12,14 @@ DEFAULT_DATASET_ID = "ptb-wsj-sample"
 
 
 def eval_results_list(record: dict, spec: ModelSpec):
-    """The `huggingface_hub.EvalResult`s (model-index entries) of an evaluation record."""
+    """The `huggingface_hub.EvalResult`s (model-index entries) of an evaluation record; a score the record holds as
+    None (not measured) is left out."""
     from huggingface_hub import EvalResult
 
     entries = []
     for metric in spec.card_metrics:
+        if record[metric.key] is None:
+            continue
         dataset = metric.dataset or {
             "type": record.get("dataset_id", DEFAULT_DATASET_ID),
             "name": record["dataset"],
