@@ -28,9 +28,9 @@ def save_tiny_model(folder: Path, max_position_embeddings: int = 512) -> Path:
     return folder
 
 
-def save_tiny_r2d2(folder: Path, corpus: list[str] = CORPUS) -> Path:
-    """A tiny random R2D2 with a word tokenizer over `corpus`: a model whose parses give spans and no heads, and
-    whose `parse` takes no `head_decoding`."""
+def save_tiny_r2d2(folder: Path, corpus: list[str] = CORPUS, **overrides) -> Path:
+    """A tiny random R2D2 with a word tokenizer over `corpus` (`overrides`: other config settings): a model whose
+    parses give spans and no heads, and whose `parse` takes no `head_decoding`."""
     tokenizer = build_word_tokenizer(corpus)
     torch.manual_seed(0)
     config = R2D2Config(
@@ -41,6 +41,7 @@ def save_tiny_r2d2(folder: Path, corpus: list[str] = CORPUS) -> Path:
         num_composition_layers=1,
         window_size=2,
         parse_window_size=3,
+        **overrides,
     )
     R2D2ForLanguageModeling(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)

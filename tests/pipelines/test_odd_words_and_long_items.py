@@ -8,31 +8,11 @@ import torch
 
 from hf_structure.bundled import bundled_checkpoints
 from hf_structure.pipelines import TASK
-from tests.helpers.tiny_models import save_tiny_model
+from tests.helpers.tiny_models import save_tiny_model, save_tiny_r2d2
 
 PIECELESS = ["\u200b", "\u00ad", "\u0301"]  # zero-width space, soft hyphen, combining acute accent
 OUTPUTS = ("heads", "deprels", "spans")
-
-
-def tiny_r2d2(folder):
-    from hf_structure import R2D2Config, R2D2ForLanguageModeling
-    from hf_structure.data.tokenization import build_word_tokenizer
-
-    tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog ran"])
-    torch.manual_seed(0)
-    config = R2D2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_composition_layers=1,
-        window_size=2,
-        parse_window_size=3,
-        max_parse_words=16,
-    )
-    R2D2ForLanguageModeling(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+R2D2_CORPUS = ["the old man sat on the bench", "a dog ran"]
 
 
 def tiny_supervised(model_type, bert_folder):
@@ -63,7 +43,7 @@ def parser(request, tmp_path_factory, bert_folder):
     if request.param == "structformer":
         return pipeline(TASK, model=str(save_tiny_model(folder, max_position_embeddings=16)))
     if request.param == "r2d2":
-        return pipeline(TASK, model=str(tiny_r2d2(folder)))
+        return pipeline(TASK, model=str(save_tiny_r2d2(folder, R2D2_CORPUS, max_parse_words=16)))
     model, tokenizer = tiny_supervised(request.param, bert_folder)
     return pipeline(TASK, model=model, tokenizer=tokenizer)
 

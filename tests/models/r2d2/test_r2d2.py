@@ -21,6 +21,7 @@ from tests.helpers.reference_r2d2 import (
     reference_composition_transformer,
     tree_spans,
 )
+from tests.helpers.tiny_models import save_tiny_r2d2
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -243,25 +244,9 @@ def test_parse_gives_binary_trees_over_words(tmp_path):
 @pytest.fixture(scope="module", params=["heuristic", "parser"])
 def tiny_r2d2_folder(tmp_path_factory, request):
     """A small untrained R2D2 (each pruning) with a word tokenizer over the PTB-sample's words, saved as a folder."""
-    from hf_structure.data.tokenization import build_word_tokenizer
-
     folder = tmp_path_factory.mktemp(f"r2d2-{request.param}")
-    tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked at the man"])
-    torch.manual_seed(0)
-    config = R2D2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_composition_layers=1,
-        window_size=2,
-        parse_window_size=3,
-        pruning=request.param,
-        **TINY_PARSER,
-    )
-    R2D2ForLanguageModeling(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    corpus = ["the old man sat on the bench", "a dog barked at the man"]
+    return save_tiny_r2d2(folder, corpus, pruning=request.param, **TINY_PARSER)
 
 
 def test_cli_evaluate_reports_f1_and_pseudo_perplexity(tiny_r2d2_folder, tmp_path, capsys):
