@@ -130,6 +130,8 @@ def main() -> None:
         "train_data": PTB_LM_TRAIN_DATA,
         "wsj_00_01_excluded": all("--include_wsj_00_01" not in entry["command"] for entry in stages),
     }
+    if "machine" in run_record:  # the machine that trained, not the one bundling
+        data["machine"] = run_record["machine"]
     training = staged_training_record(stages, **data)
     write_eval_record(output, results)
     write_training_record(output, training)  # the machine: this one's description

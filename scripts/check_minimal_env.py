@@ -86,7 +86,10 @@ def main() -> int:
         got = json.loads(child.stdout.strip().splitlines()[-1])
         for text, mine, theirs in zip(SENTENCES, expected, got):  # a text gives one parse per sentence
             status = "same" if mine == theirs else "DIFFERENT"
-            parses = "; ".join(f"{parse.get('tree', '')} heads {parse['heads']}" for parse in theirs)
+            parses = "; ".join(
+                " ".join(filter(None, (parse.get("tree"), f"heads {parse['heads']}" if "heads" in parse else None)))
+                for parse in theirs
+            )
             print(f"{model}: {status}: {text!r} -> {parses}")
         failed += got != expected
     return 1 if failed else 0

@@ -14,7 +14,10 @@ NAME = "r2d2-ptb"
 # Its scores on the gold words of the first 300 sentences of ptb-sample/dev, measured when it was bundled
 # (2026-11-28, the weights as bundled) and pinned here.
 SLICE = 300
-SLICE_SCORES = {"parser": {"sentence_f1": None}, "chart": {"sentence_f1": None}}
+SLICE_SCORES = {
+    "parser": {"sentence_f1": 49.07, "corpus_f1": 47.07},
+    "chart": {"sentence_f1": 39.93, "corpus_f1": 38.2},
+}
 PARAGRAPH = "The old man sat on the bench. Stocks fell sharply after the report was released. It rained."
 
 

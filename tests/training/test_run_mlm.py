@@ -641,6 +641,7 @@ def test_the_documented_training_commands_still_parse(monkeypatch):
         "arc-hybrid-ewt-training/command.txt",
         "r2d2-ptb-training/device_run.sh",
         "r2d2-ptb-training/schedule_c.sh",
+        "r2d2-ptb-training/teacher_run.sh",
     } <= {name for name, _ in commands}
     for name, words in commands:
         entry, default = (language_model, "structformer") if words[0].endswith("run_mlm.py") else (parser, "g2gtr")

@@ -161,6 +161,9 @@ def test_a_bundled_student_records_its_teacher_its_stages_and_its_stored_precisi
             [sys.executable, *map(str, command)], capture_output=True, text=True, env=environment(), timeout=600
         )
         assert result.returncode == 0, result.stderr[-3000:]
+        if command[0].name == "export_half.py":  # as if another machine had trained it
+            record = json.loads((half / TRAINING_RECORD).read_text())
+            (half / TRAINING_RECORD).write_text(json.dumps({**record, "machine": "the training machine"}))
     bundled = tmp_path / "bundled"
     with safe_open(bundled / "model.safetensors", "pt") as weights:
         dtypes = {name: str(weights.get_slice(name).get_dtype()) for name in weights.keys()}
@@ -169,7 +172,8 @@ def test_a_bundled_student_records_its_teacher_its_stages_and_its_stored_precisi
     scores = json.loads((bundled / "hf_structure_eval.json").read_text())
     assert scores["teacher"]["model"] == str(teacher) and "sentence_f1" in scores["teacher"]
     assert "sentence_f1_chart" in scores and scores["pppl_test"] is None  # no --lm-text: not measured
-    assert len(json.loads((bundled / TRAINING_RECORD).read_text())["stages"]) == 2
+    training = json.loads((bundled / TRAINING_RECORD).read_text())
+    assert len(training["stages"]) == 2 and training["machine"] == "the training machine"
     card = (bundled / "README.md").read_text()
     assert "## Bootstrapped from a teacher" in card and f"`{teacher}`" in card
     assert f"F1 {scores['teacher']['sentence_f1']:.2f}" in card

@@ -31,6 +31,7 @@ MODEL_SPEC = ModelSpec(
     card_tags=("r2d2", "unsupervised-parsing", "constituency-parsing", "grammar-induction"),
     pipeline_tag="fill-mask",
     datasets=("ptb_text_only",),
+    bundled=("r2d2-ptb",),
     perplexity=r2d2_perplexities,
     training="hf_structure.models.r2d2.training_r2d2",
 )
