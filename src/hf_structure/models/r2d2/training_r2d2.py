@@ -229,13 +229,12 @@ def teacher_columns(arguments: R2D2TrainingArguments, model, dataset, lines: lis
         raise ValueError("teacher trees need one token per word of the training text (a word-level tokenizer)")
     sentences = [words[:length] for words, length in zip(sentences, dataset["length"])]
     trees = teacher_trees(sentences, arguments.teacher_model, arguments.teacher_trees, output_dir)
-    orders = [
-        merge_order_from_split_scores(
-            torch.tensor([spans_to_distances(spans, len(words))], dtype=torch.float), torch.tensor([len(words)])
-        )[0].tolist()
-        for words, spans in zip(sentences, trees)
-    ]
-    return dataset.add_column(TEACHER_COLUMN, orders)
+    lengths = torch.tensor([len(words) for words in sentences])
+    distances = torch.zeros(len(sentences), max(int(lengths.max()) - 1, 0))
+    for row, (words, spans) in enumerate(zip(sentences, trees)):
+        distances[row, : len(words) - 1] = torch.tensor(spans_to_distances(spans, len(words)), dtype=torch.float)
+    orders = merge_order_from_split_scores(distances, lengths)
+    return dataset.add_column(TEACHER_COLUMN, [order[: n - 1] for order, n in zip(orders.tolist(), lengths.tolist())])
 
 
 TRAINING = LanguageModelTraining(
