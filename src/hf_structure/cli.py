@@ -12,6 +12,7 @@ import io
 import itertools
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -190,8 +191,11 @@ def _check_output(path: str | None, svg: str | None, source: str | None) -> None
     """Refuse, before the model loads, an output whose folder is missing or that is the input file itself (opening
     it for writing would empty the input before it is read)."""
     for target in (path, svg):
-        if target and not Path(target).resolve().parent.is_dir():
-            raise _fail("parse", f"cannot write {target}: folder {Path(target).resolve().parent} does not exist")
+        folder = Path(target).resolve().parent if target else None
+        if folder and not folder.is_dir():
+            raise _fail("parse", f"cannot write {target}: folder {folder} does not exist")
+        if folder and not Path(target).exists() and not os.access(folder, os.W_OK):  # read-only, or not this user's
+            raise _fail("parse", f"cannot write {target}: folder {folder} is not writable")
     if path and Path(path).is_dir():
         raise _fail("parse", f"cannot write {path}: it is a folder; --output names a file")
     if path and Path(path).exists() and not os.access(path, os.W_OK):
@@ -200,6 +204,39 @@ def _check_output(path: str | None, svg: str | None, source: str | None) -> None
         raise _fail(
             "parse", f"--output {path} is the input file: it would be emptied before it is read; write to another file"
         )
+
+
+def _join_parts(joined: _OutputFile, output: str, processes: int, sentence_counts: list[int]) -> None:
+    """The first process joins the parts into `joined` (`distributed.join_parts`); sentences the writer numbered
+    (CoNLL-U of split raw text) run on from the parts before. A join that fails leaves `output` empty and the parts."""
+    try:
+        distributed.join_parts(joined.fd, output, processes, sentence_counts)
+    except OSError as error:
+        joined.discard()
+        first, last = distributed.part_path(output, 0), distributed.part_path(output, processes - 1)
+        raise _fail(
+            "parse", f"cannot write {output}: {error.strerror}; its parts {first} ... {last} hold every result"
+        ) from None
+
+
+# What an `--output` file's suffix says it holds, and the flag that writes it.
+OUTPUT_SUFFIXES = {".conllu": ("conllu", "CoNLL-U"), ".jsonl": ("json", "JSON lines"), ".json": ("json", "JSON lines")}
+OUTPUT_FLAGS = {"json": ("--json", "JSON lines"), "conllu": ("--conllu", "CoNLL-U"), "text": ("--draw", "drawings")}
+
+
+def _output_format(args, input_format: str) -> str:
+    """json, conllu or text: as a flag says, else as the `--output` suffix says (.conllu, .jsonl, .json), else CoNLL-U
+    for CoNLL-U input and JSON lines otherwise. A flag that contradicts the suffix is refused: the file would hold
+    something other than its name says."""
+    flagged = "json" if args.json else "conllu" if args.conllu else "text" if args.draw else None
+    suffix = Path(args.output).suffix.lower() if args.output else ""
+    named, description = OUTPUT_SUFFIXES.get(suffix, (None, None))
+    if flagged and named and flagged != named:
+        flag, writes = OUTPUT_FLAGS[flagged]
+        raise _fail(
+            "parse", f"{flag} writes {writes}, but --output {args.output} names {description}; change one of them"
+        )
+    return flagged or named or ("conllu" if input_format == "conllu" else "json")
 
 
 def _check_device(command: str, name: str):
@@ -285,26 +322,71 @@ def _parsed_units(parser, units: Iterable[_Unit], pretokenized: bool, batch_size
 
 
 class _OutputFile:
-    """The `--output` file, written a batch of results at a time, so that it only ever holds complete results: a
-    write that fails (a full disk) is cut back to the last complete batch, and the command ends in one line."""
+    """The `--output` file (or a torchrun part), written a batch of results at a time, so that it only ever holds
+    complete results: a write that fails (a full disk) is cut back to the last complete batch, and the command ends in
+    one line. The file is locked while it is written: a second command writing the same file is refused in one line
+    rather than interleaving its lines with this one's (an flock, released however the process ends)."""
 
-    def __init__(self, file):
-        self.file, self.complete, self.results = file, 0, 0
+    def __init__(self, path: str, first_unit: int, joined: str | None = None):
+        """`first_unit`: the number of the first unit whose results go here; `joined`: for a part, the output it is
+        joined into."""
+        self.path, self.first_unit, self.joined = path, first_unit, joined
+        self.fd = _locked(path)
+        self.regular = stat.S_ISREG(os.fstat(self.fd).st_mode)  # a file, not a device or a pipe such as /dev/full
+        self.discard()
+        self.complete, self.last_unit = 0, first_unit - 1
 
-    def append(self, text: str, name: str, results: int) -> None:
+    def append(self, text: str, last_unit: int, unit_name: str) -> None:
         data = text.encode("utf-8")
         try:
             written = 0
             while written < len(data):
-                written += os.write(self.file.fileno(), data[written:])
+                written += os.write(self.fd, data[written:])
         except OSError as error:
-            os.ftruncate(self.file.fileno(), self.complete)
-            raise _fail(
-                "parse",
-                f"cannot write {name}: {error.strerror}; it holds the first {self.results} results, each complete",
-            ) from None
+            if self.regular:
+                os.ftruncate(self.fd, self.complete)
+            raise _fail("parse", f"cannot write {self.path}: {error.strerror}{self._holds(unit_name)}") from None
         self.complete += len(data)
-        self.results = results
+        self.last_unit = last_unit
+
+    def _holds(self, unit_name: str) -> str:
+        """What the file holds after a failed write, in the numbering of the input."""
+        if not self.regular:
+            return ""
+        if self.last_unit < self.first_unit:
+            held = "; it holds no result"
+        else:
+            held = f"; it holds the results of {unit_name}s {self.first_unit}-{self.last_unit}, each complete"
+        return held + (f"; {self.joined} was not written" if self.joined else "")
+
+    def discard(self) -> None:
+        """Cut the file back to nothing (a file, not a device)."""
+        if self.regular:
+            os.ftruncate(self.fd, 0)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _locked(path: str) -> int:
+    """A descriptor of `path` open for writing (created if absent, its content kept) and locked against other
+    writers, or one line naming it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise _fail("parse", f"cannot write {path}: {error.strerror}") from None
+    if os.name != "posix":  # flock is POSIX's; elsewhere a second writer is not detected
+        return fd
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise _fail(
+            "parse", f"cannot write {path}: another process is writing it; wait for it to end or choose another file"
+        ) from None
+    return fd
 
 
 class _Writer:
@@ -381,7 +463,10 @@ class _Writer:
                 path = _numbered(self.svg, f"{unit.number}-{k}")
             else:
                 path = self.svg if self.total == 1 else _numbered(self.svg, unit.number)
-            save_svg(parse, path)
+            try:
+                save_svg(parse, path)
+            except OSError as error:
+                raise _fail("parse", f"cannot write {path}: {error.strerror}") from None
 
 
 def _progress(args, total: int | None, unit: str, command: str = "parse"):
@@ -409,9 +494,8 @@ def _parse(args) -> None:
     if input_format == "conllu" and not args.input:
         raise _fail("parse", "--input-format conllu: give the CoNLL-U file with --input FILE (or - for standard input)")
     total = len(args.text) if args.text else None if args.input == STDIN else _count_units(args.input, input_format)
-    if total == 0:
-        raise _fail("parse", f"no sentence in {args.input}")
     _check_output(args.output, args.svg, args.input)
+    output_format = _output_format(args, input_format)
     processes = distributed.process_count()  # started by torchrun / accelerate launch: each parses a share
     if processes > 1 and (total is None or args.text or not args.output):
         raise _fail(
@@ -437,17 +521,6 @@ def _parse(args) -> None:
         options["split_sentences"] = False  # the pipeline's own option, for every model
     if args.word_convention:
         options["word_convention"] = args.word_convention  # the pipeline's too
-    output_format = (
-        "json"
-        if args.json
-        else "conllu"
-        if args.conllu
-        else "text"
-        if args.draw
-        else "conllu"
-        if input_format == "conllu"
-        else "json"
-    )
     if output_format == "conllu" and "heads" not in parser.model.parse_outputs:
         flag = "--conllu" if args.conllu else "CoNLL-U output (the default for CoNLL-U input)"
         raise _fail(
@@ -457,7 +530,8 @@ def _parse(args) -> None:
         )
     pretokenized = args.pretokenized or input_format == "conllu"
     unit_name = "sentence" if input_format == "conllu" else "line"
-    failed = count = 0
+    failed = blank = count = 0
+    first_error = None
     with contextlib.ExitStack() as stack:
         if args.text:
             lines = args.text
@@ -467,39 +541,56 @@ def _parse(args) -> None:
         units = _until_input_error(
             _units(lines, input_format, pretokenized, _input_name(args.input or "")), input_errors
         )
-        target = args.output
+        output_file = joined_file = None
         if share:
             units = itertools.islice(units, share.units.start, share.units.stop)
-            target = distributed.part_path(args.output, share.rank)
-        output_file = _OutputFile(stack.enter_context(open(target, "wb"))) if target else None
+            part = distributed.part_path(args.output, share.rank)
+            output_file = _OutputFile(part, share.units.start + 1, joined=args.output)
+            if share.rank == 0:  # the joined output is claimed now, so that a second run is refused before it parses
+                joined_file = _OutputFile(args.output, 1)
+        elif args.output:
+            output_file = _OutputFile(args.output, 1)
+        for claimed in (output_file, joined_file):
+            if claimed:
+                stack.callback(claimed.close)
         output = io.StringIO() if args.output else sys.stdout
         progress = stack.enter_context(_progress(args, len(share.units) if share else total, unit_name))
         writer = _Writer(output, output_format, not args.no_split_sentences, args.svg, total)
         for done, finished in _parsed_units(parser, units, pretokenized, args.batch_size, options):
             for unit, result in finished:
                 writer.write(unit, result)
-                failed += isinstance(result, dict) and "error" in result
+                if isinstance(result, dict) and "error" in result:
+                    failed += 1
+                    first_error = first_error or result["error"]
+                blank += result == {"words": []}
                 count += 1
-            if output_file:  # each batch's results are there to read as soon as they are parsed
-                output_file.append(output.getvalue(), target, count)
+            if output_file and finished:  # each batch's results are there to read as soon as they are parsed
+                output_file.append(output.getvalue(), finished[-1][0].number, unit_name)
                 output.seek(0)
                 output.truncate()
             else:
                 output.flush()
             progress.update(done)
-    if input_errors:
-        raise input_errors[0]
-    if share:
-        counts = distributed.gather((count, failed, writer.sentences))
-        if share.rank == 0:  # sentences the writer numbered (CoNLL-U of split raw text) run on from the parts before
-            distributed.join_parts(args.output, processes, [part[2] for part in counts])
-        distributed.finish()
-        if share.rank:
-            return
-        count, failed = sum(part[0] for part in counts), sum(part[1] for part in counts)
-    if count == 0:
-        raise _fail("parse", f"no sentence in {_input_name(args.input)}")
-    if failed:
+        if input_errors:
+            raise input_errors[0]
+        if share:
+            counts = distributed.gather((count, failed, blank, writer.sentences, first_error))
+            if joined_file:
+                _join_parts(joined_file, args.output, processes, [part[3] for part in counts])
+            distributed.finish()
+            if share.rank:
+                return
+            count, failed, blank = (sum(part[k] for part in counts) for k in range(3))
+            first_error = next((part[4] for part in counts if part[4]), None)
+    if count == 0:  # an empty input gives an empty output, as a blank line gives an empty result
+        print(f"hf-structure parse: no {unit_name} in {_input_name(args.input)}", file=sys.stderr)
+        if args.strict:
+            raise SystemExit(1)
+    elif failed and failed == count - blank:  # nothing parsed: the model, not the input, is the likely cause
+        raise _fail(
+            "parse", f"every {unit_name} failed ({failed} of {count}; see their `error`); the first: {first_error}"
+        )
+    elif failed:
         print(
             f"hf-structure parse: {failed} of {count} {unit_name}s could not be parsed (see their `error`)",
             file=sys.stderr,
@@ -568,14 +659,19 @@ def _evaluate(args) -> None:
     """Print the scores as one JSON line; with `--record`, then write them into the model's folder (so that a
     record that cannot be written loses no score)."""
     from .data.conllu_format import read_conllu
-    from .data.gold import TreebankFormatError
+    from .data.gold import NoSentenceToScoreError, TreebankFormatError
     from .data.treebanks import read_treebank
     from .evaluation.scoring import evaluate_baseline, evaluate_model, parse_passes
 
+    no_sentence = None  # to score without punctuation; a parser that attaches punctuation may still score some
     try:
         gold = read_treebank(args.treebank)
+    except NoSentenceToScoreError as error:
+        gold, no_sentence = [], error
     except (FileNotFoundError, TreebankFormatError) as error:
         raise _fail("evaluate", str(error)) from None
+    if no_sentence and (args.baseline or Path(args.treebank).suffix != ".conllu"):
+        raise _fail("evaluate", str(no_sentence))
     if args.baseline:
         print(json.dumps(evaluate_baseline(args.treebank, args.baseline, args.seed)))
         return
@@ -605,6 +701,8 @@ def _evaluate(args) -> None:
     all_words = conllu and getattr(model.config, "punctuation_policy", "keep") == "keep"
     # Scored without punctuation, a CoNLL-U sentence of punctuation alone has no word left (`read_treebank`).
     punctuation_alone = len(read_conllu(args.treebank)) - len(gold) if conllu else 0
+    if no_sentence and not (all_words and punctuation_alone):
+        raise _fail("evaluate", str(no_sentence))
     sentences = len(gold) + (punctuation_alone if all_words else 0)
     try:
         with _progress(args, sentences * parse_passes(model), "sentence", "evaluate") as progress:
@@ -869,16 +967,63 @@ INTERRUPTED = {
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`hf-structure`: Ctrl-C (SIGINT) ends any command with one line and exit status 130, as shells expect."""
+    """`hf-structure`: Ctrl-C (SIGINT) ends any command with one line and exit status 130, as shells expect; standard
+    output that cannot be written (a full disk, /dev/full) ends it with one line and status 1, and a reader that
+    stopped (`| head`) ends it quietly with status 1, as Unix tools do."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((word for word in argv if not word.startswith("-")), None)
+    name = f"hf-structure {command}" if command else "hf-structure"
+    stdout = sys.stdout
+    sys.stdout = _StandardOutput(stdout)
     try:
         with quiet_weight_files():
             _run_command(argv)
+        sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
     except KeyboardInterrupt:
-        command = next((word for word in argv if not word.startswith("-")), None)
-        name = f"hf-structure {command}" if command else "hf-structure"
         print(f"{name}: interrupted{INTERRUPTED.get(command, '')}", file=sys.stderr)
         raise SystemExit(130) from None
+    except BrokenPipeError:
+        _drop_standard_output(stdout)
+        raise SystemExit(1) from None
+    except StandardOutputError as error:
+        _drop_standard_output(stdout)
+        raise SystemExit(f"{name}: cannot write standard output: {error}") from None
+    finally:
+        sys.stdout = stdout
+
+
+class StandardOutputError(Exception):
+    """Standard output could not be written (not a closed pipe: that is a BrokenPipeError)."""
+
+
+class _StandardOutput:
+    """Standard output, whose write errors are told apart from those of the files a command writes."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self.stream.flush)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+    @staticmethod
+    def _guarded(operation, *arguments):
+        try:
+            return operation(*arguments)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise StandardOutputError(error.strerror) from error
+
+
+def _drop_standard_output(stdout) -> None:
+    """Point standard output at the null device, so that the exit's own flush does not fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
 
 
 def _run_command(argv: list[str]) -> None:
@@ -899,11 +1044,7 @@ def _run_command(argv: list[str]) -> None:
         except MissingExtraError as error:  # --lm-text ptb-test without the eval extra (treebank)
             raise _fail("evaluate", str(error)) from None
     else:
-        try:
-            _parse(args)
-        except BrokenPipeError:  # the reader of standard output stopped (`| head`): end quietly, as Unix tools do
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's own flush would fail again
-            raise SystemExit(1) from None
+        _parse(args)
 
 
 if __name__ == "__main__":

@@ -51,11 +51,12 @@ def gather(value) -> list:
     return values
 
 
-def join_parts(output: str, processes: int, sentence_counts: list[int]) -> None:
-    """Write the parts into `output` in rank order and remove them. `sentence_counts`: the sentences each part
-    numbered from 1 in its `# sent_id` lines (CoNLL-U of raw text split into sentences; 0 where the numbers are
-    the input's), renumbered to run on from the parts before."""
-    with open(output, "wb") as joined:
+def join_parts(joined_fd: int, output: str, processes: int, sentence_counts: list[int]) -> None:
+    """Write the parts of `output` in rank order into `joined_fd` (`output`, open for writing and empty), then remove
+    them (a join that fails keeps them all). `sentence_counts`: the sentences each part numbered from 1 in its
+    `# sent_id` lines (CoNLL-U of raw text split into sentences; 0 where the numbers are the input's), renumbered to
+    run on from the parts before."""
+    with open(joined_fd, "wb", closefd=False) as joined:
         offset = 0
         for rank in range(processes):
             part = part_path(output, rank)
@@ -66,7 +67,8 @@ def join_parts(output: str, processes: int, sentence_counts: list[int]) -> None:
                 else:
                     shutil.copyfileobj(stream, joined)
             offset += sentence_counts[rank]
-            Path(part).unlink()
+    for rank in range(processes):
+        Path(part_path(output, rank)).unlink()
 
 
 def _renumbered(line: bytes, offset: int) -> bytes:

@@ -1,7 +1,10 @@
-"""File modes of the weights this package writes."""
+"""Files this package writes: the mode of weights files, and text written whole or not at all."""
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 
 def with_default_mode(folder: str | os.PathLike) -> None:
@@ -12,3 +15,18 @@ def with_default_mode(folder: str | os.PathLike) -> None:
     os.umask(mask)
     for path in Path(folder).glob("*.safetensors"):
         os.chmod(path, 0o666 & ~mask)
+
+
+@contextlib.contextmanager
+def written_whole(path: str | os.PathLike) -> Iterator[TextIO]:
+    """A UTF-8 text stream for `path`: a temporary file beside it, renamed into place when the block ends without an
+    error and removed otherwise, so that `path` is never left part-written (a full disk keeps the old file, or
+    none)."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as stream:
+            yield stream
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

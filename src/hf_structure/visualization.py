@@ -15,6 +15,8 @@ and no heads give the tree alone, heads and no spans the arcs alone.
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from .file_modes import written_whole
+
 # ---------------------------------------------------------------------------------------------------------------
 # Shared structure
 
@@ -326,10 +328,10 @@ def render_svg(result) -> str:
 
 
 def save_svg(result, path) -> Path:
-    """Write `render_svg(result)` to `path` (UTF-8); returns the path."""
-    path = Path(path)
-    path.write_text(render_svg(result), encoding="utf-8")
-    return path
+    """Write `render_svg(result)` to `path` (UTF-8), whole or not at all; returns the path."""
+    with written_whole(path) as stream:
+        stream.write(render_svg(result))
+    return Path(path)
 
 
 __all__ = ["draw_text", "render_svg", "save_svg"]

@@ -321,3 +321,16 @@ def test_cli_evaluate_progress_counts_every_parse_pass(hand_treebank, tmp_path, 
     assert bar.startswith("hf-structure evaluate: 100%") and "4/4" in bar  # 2 sentences, default and argmax heads
     main(["evaluate", "--model", str(folder), "--treebank", str(hand_treebank), "--no-progress"])
     assert capsys.readouterr().err == ""
+
+
+def test_cli_evaluate_scores_a_treebank_of_punctuation_alone_with_a_parser_that_attaches_punctuation(tmp_path, capsys):
+    path = tmp_path / "punctuation.conllu"
+    path.write_text(
+        "1\t!\t_\tPUNCT\t_\t_\t0\troot\t_\t_\n2\t?\t_\tPUNCT\t_\t_\t1\tpunct\t_\t_\n\n1\t.\t_\tPUNCT\t_\t_\t0\troot\t_\t_\n\n",
+        encoding="utf-8",
+    )
+    main(["evaluate", "--model", "arc-hybrid-ewt", "--treebank", str(path)])  # it scores every word
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["sentences"] == 2 and "uas" in scores and "uas_no_punct" not in scores
+    with pytest.raises(SystemExit, match=f"^hf-structure evaluate: {path}: no sentence with a word to score"):
+        main(["evaluate", "--model", "structformer-ptb", "--treebank", str(path)])  # it never saw punctuation

@@ -753,48 +753,6 @@ def test_a_file_saved_with_a_byte_order_mark_parses_as_without_it(model, tmp_pat
     assert capsys.readouterr().out.strip()
 
 
-def test_a_full_disk_leaves_only_complete_results_and_one_line(model, tmp_path, monkeypatch):
-    import errno
-
-    from hf_structure import cli
-
-    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
-    source.write_text("a dog ran\nthe old man sat\na cat sat\n", encoding="utf-8")
-    real_write, file_writes = os.write, []
-
-    def disk_full_at_the_second_batch(fd, data):
-        if fd <= 2:  # standard output and error
-            return real_write(fd, data)
-        file_writes.append(data)
-        if len(file_writes) == 2:
-            real_write(fd, data[:5])  # part of the batch reached the disk before it filled up
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(fd, data)
-
-    monkeypatch.setattr(cli.os, "write", disk_full_at_the_second_batch)
-    with pytest.raises(SystemExit) as ended:
-        main(
-            [
-                "parse",
-                "--model",
-                model,
-                "--pretokenized",
-                "--batch-size",
-                "1",
-                "--input",
-                str(source),
-                "--output",
-                str(out),
-            ]
-        )
-    assert str(ended.value.code) == (
-        f"hf-structure parse: cannot write {out}: No space left on device; it holds the first 1 results, each complete"
-    )
-    lines = out.read_text(encoding="utf-8").splitlines(keepends=True)
-    assert len(lines) == 1 and lines[0].endswith("\n")
-    assert json.loads(lines[0])["words"] == ["a", "dog", "ran"]
-
-
 @pytest.mark.parametrize("output_format", [[], ["--conllu"]])
 def test_two_processes_under_torchrun_write_what_one_process_writes(model, tmp_path, output_format):
     # Lines of one and two sentences and blank ones: in CoNLL-U, the sentences of raw text are numbered across parts.

@@ -14,6 +14,11 @@ class TreebankFormatError(ValueError):
     """A treebank file that cannot be read; the message names the file and line."""
 
 
+class NoSentenceToScoreError(TreebankFormatError):
+    """A treebank with no sentence left once punctuation is set aside (empty, or punctuation alone): scored with its
+    punctuation (a CoNLL-U file, by a parser that attaches punctuation), it may still have some."""
+
+
 @dataclass
 class GoldSentence:
     """One gold sentence after cleaning.

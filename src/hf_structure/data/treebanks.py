@@ -13,7 +13,7 @@ import nltk
 
 from ..structs.trees import Span, check_heads
 from .conllu_format import read_conllu_gold
-from .gold import PUNCTUATION_TAGS, GoldSentence, TreebankFormatError, content_heads
+from .gold import PUNCTUATION_TAGS, GoldSentence, NoSentenceToScoreError, TreebankFormatError, content_heads
 
 EVALUATED_LABELS = ("NP", "VP", "PP", "SBAR", "ADJP", "ADVP")
 
@@ -189,8 +189,8 @@ def read_treebank(directory: str | Path) -> list[GoldSentence]:
 
 
 def _some_sentence(sentences: list[GoldSentence], source: Path) -> list[GoldSentence]:
-    """`sentences`, or a TreebankFormatError naming the treebank when it holds none to score (an empty file, or
+    """`sentences`, or a NoSentenceToScoreError naming the treebank when it holds none to score (an empty file, or
     sentences of punctuation alone): scoring nothing would end in an error that names no file."""
     if not sentences:
-        raise TreebankFormatError(f"{source}: no sentence with a word to score (empty, or punctuation only)")
+        raise NoSentenceToScoreError(f"{source}: no sentence with a word to score (empty, or punctuation only)")
     return sentences

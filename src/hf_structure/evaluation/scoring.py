@@ -228,11 +228,12 @@ def evaluate_on_conllu(
     scores = score_all_words(sentences, parses)
     kept = [(s, p) for s, p in zip(sentences, parses) if any(tag != "PUNCT" for tag in s["upos"])]
     punctuation = frozenset({"PUNCT"})
-    no_punct = attachment_scores(
-        [content_heads(s["upos"], p["heads"], punctuation) for s, p in kept],
-        [content_heads(s["upos"], s["heads"], punctuation) for s, _ in kept],
-    )
-    scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
+    if kept:  # a treebank of punctuation alone has no word to score this way
+        no_punct = attachment_scores(
+            [content_heads(s["upos"], p["heads"], punctuation) for s, p in kept],
+            [content_heads(s["upos"], s["heads"], punctuation) for s, _ in kept],
+        )
+        scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
     for name, options in reported_options(model).items():
         parses = parse_word_lists(

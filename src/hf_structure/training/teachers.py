@@ -8,7 +8,6 @@ reads them instead of parsing again."""
 
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from ..file_modes import written_whole
 from ..structs.decoding import average_trees
 from ..structs.trees import Span
 
@@ -78,17 +78,12 @@ def model_trees(
 
 
 def write_trees(path: str | Path, sentences: Sequence[Sequence[str]], trees: Sequence[Sequence[Span]]) -> None:
-    """Trees as JSON lines (`words`, `spans`), written whole or not at all (a temporary file renamed)."""
+    """Trees as JSON lines (`words`, `spans`), written whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        with open(partial, "w", encoding="utf-8") as stream:
-            for words, spans in zip(sentences, trees):
-                stream.write(json.dumps({"words": list(words), "spans": [list(span) for span in spans]}) + "\n")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with written_whole(path) as stream:
+        for words, spans in zip(sentences, trees):
+            stream.write(json.dumps({"words": list(words), "spans": [list(span) for span in spans]}) + "\n")
 
 
 def file_trees(path: str | Path, sentences: Sequence[Sequence[str]]) -> list[list[Span]]:
