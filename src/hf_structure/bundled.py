@@ -92,9 +92,12 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
     """Refuse a local model folder that would not load as a parser, before transformers loads it: without this a
     folder missing its tokenizer.json loads an empty tokenizer that turns every word into the unknown piece
     (a BertTokenizer built from `tokenizer_config.json` alone) or asks for sentencepiece, a truncated weights file
-    raises an error naming no file, and an unknown model type asks a `[y/N]` question on standard output.
-    Reads `config.json`, the tokenizer's file names and the safetensors headers only (no network, no weights).
-    A Hub id (not a folder here) is left to the Hub. `tokenizer=False` when the caller gives its own tokenizer."""
+    raises an error naming no file, an unknown model type asks a `[y/N]` question on standard output, a config whose
+    sizes are not the weights' prints transformers' load report (twice through the pipeline) before an error holding
+    a traceback, and another model's tokenizer fails every sentence with an error that blames the sentence.
+    Reads `config.json`, the tokenizer's files and the safetensors headers only, and builds the model on the meta
+    device (no network, no weights). A Hub id (not a folder here) is left to the Hub. `tokenizer=False` when the
+    caller gives its own tokenizer."""
     from .registry import MODEL_SPECS
 
     folder = Path(path)
@@ -121,7 +124,11 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
         _check_config_types(config_file, config, MODEL_SPECS[model_type].config_class)
     if tokenizer:
         _check_tokenizer_files(folder)
-    _check_weight_files(folder)
+    weight_files = _check_weight_files(folder)
+    if model_type in MODEL_SPECS and weight_files:
+        _check_weight_shapes(config_file, config, MODEL_SPECS[model_type], weight_files)
+    if tokenizer:
+        _check_tokenizer_against_config(folder, config)
 
 
 _JSON_KINDS = {
@@ -190,8 +197,9 @@ def _check_tokenizer_files(folder: Path) -> None:
     )
 
 
-def _check_weight_files(folder: Path) -> None:
-    """Weights are present, and each safetensors file's header covers the file (a truncated copy does not)."""
+def _check_weight_files(folder: Path) -> list[Path]:
+    """Weights are present, and each safetensors file's header covers the file (a truncated copy does not). Returns
+    the safetensors files (none for pickled weights)."""
     present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:
         raise ModelFolderError(f"model folder {folder} has no weights ({' or '.join(WEIGHT_FILES[::2])})")
@@ -205,7 +213,7 @@ def _check_weight_files(folder: Path) -> None:
             raise ModelFolderError(f"{index_file}: not a valid weights index ({error})") from None
         weight_files = [folder / shard for shard in shards]
     else:
-        return  # pickled weights are left to torch to read
+        return []  # pickled weights are left to torch to read
     from safetensors import SafetensorError, safe_open
 
     for weight_file in weight_files:
@@ -219,6 +227,171 @@ def _check_weight_files(folder: Path) -> None:
                 f"{weight_file}: not a complete safetensors file ({error}); it may be truncated: "
                 "download or export the model again"
             ) from None
+    return weight_files
+
+
+def _check_weight_shapes(config_file: Path, config: dict, spec, weight_files: list[Path]) -> None:
+    """Each weight in the safetensors headers has the shape the config gives it, in the model type's parsing class
+    built on the meta device (no memory, a few milliseconds): otherwise transformers prints its load report and
+    raises an error whose message holds a traceback. Names the first mismatched weight with both shapes and, where
+    one setting explains them all, that setting (`_mismatched_setting`). A config its class refuses (a width
+    that is no multiple of the heads) is named by its file here too."""
+    from safetensors import safe_open
+
+    try:
+        model_config = spec.config_class.from_dict(config)
+    except ValueError as error:
+        raise ModelFolderError(f"{config_file}: {error}") from None
+    stored = {}
+    for weight_file in weight_files:
+        with safe_open(weight_file, framework="pt") as weights:
+            for name in weights.keys():
+                stored[name] = (weight_file.name, tuple(weights.get_slice(name).get_shape()))
+    model_class = spec.auto_classes[spec.parsing_class]
+    mismatches = _shape_mismatches(model_class, model_config, stored)
+    if not mismatches:
+        return
+    name, file_name, stored_shape, config_shape = mismatches[0]
+    setting = _mismatched_setting(model_class, model_config, config, stored, mismatches)
+    raise ModelFolderError(
+        f"{config_file.parent}: config.json does not match {file_name}: {name} is {list(stored_shape)} there, "
+        f"{list(config_shape)} by the config" + (f" ({setting})" if setting else "")
+    )
+
+
+def _shape_mismatches(model_class, model_config, stored: dict) -> list[tuple]:
+    """`(name, file name, stored shape, shape by the config)` of each stored weight whose shape differs from that of
+    `model_class(model_config)`. Weights the model does not have are left to transformers' loading."""
+    import torch
+
+    with torch.device("meta"):
+        model = model_class(model_config)
+    expected = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+    prefix = f"{model.base_model_prefix}."
+    mismatches = []
+    for name, (file_name, shape) in stored.items():
+        # A base model's checkpoint holds its weights without the prefix that a model with a head adds, and the
+        # other way round: transformers loads either way.
+        key = next((key for key in (name, prefix + name, name.removeprefix(prefix)) if key in expected), None)
+        if key is not None and expected[key] != shape:
+            mismatches.append((name, file_name, shape, expected[key]))
+    return mismatches
+
+
+def _mismatched_setting(model_class, model_config, config: dict, stored: dict, mismatches: list[tuple]) -> str | None:
+    """`"hidden_size 1024?"`: the integer setting (of the config or of a nested one) whose value is a size of a
+    mismatched weight by the config, and which, set to that weight's stored size instead, makes every shape match;
+    None when no single setting does. Only runs once a folder is refused, so it may build a few models."""
+    import copy
+
+    changes = {
+        (by_config, there)
+        for _, _, stored_shape, config_shape in mismatches
+        if len(stored_shape) == len(config_shape)
+        for there, by_config in zip(stored_shape, config_shape)
+        if there != by_config
+    }
+    for sub_name in (None, *(getattr(model_config, "sub_configs", None) or {})):
+        owner = model_config if sub_name is None else getattr(model_config, sub_name)
+        for setting, value in vars(owner).items():
+            for by_config, there in sorted(changes):
+                if setting.startswith("_") or not _is_int(value) or value != by_config:
+                    continue
+                candidate = copy.deepcopy(model_config)
+                setattr(candidate if sub_name is None else getattr(candidate, sub_name), setting, there)
+                try:
+                    fits = not _shape_mismatches(model_class, candidate, stored)
+                except Exception:  # a size the model cannot be built with is not the one
+                    continue
+                if fits:
+                    # Named where config.json holds it: nested, or (a parser's older flat folders) at the top level.
+                    nested = sub_name is not None and isinstance(config.get(sub_name), dict)
+                    return f"{sub_name + '.' if nested else ''}{setting} {value}?"
+    return None
+
+
+# The special tokens that a config may record by id (`pad_token_id` ...) and a tokenizer by content (`pad_token`).
+SPECIAL_TOKENS = ("pad", "mask", "cls", "sep", "bos", "eos", "unk")
+
+
+def _check_tokenizer_against_config(folder: Path, config: dict) -> None:
+    """tokenizer.json is this model's: it makes no id the embedding lacks (more tokens than the config's
+    `vocab_size`; fewer is fine: an embedding may be padded to a round size), and each special token whose id the
+    config records (`pad_token_id`, `mask_token_id` ..., at its top level or in a nested config) has that id there.
+    Otherwise, with another model's tokenizer, every sentence fails with an error about the sentence (the tokenizer
+    cuts words into another number of pieces) or an index error. Tokenizers read from vocabulary files are not
+    compared."""
+    try:
+        tokenizer = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # vocabulary files, or a file the tokenizer's own loading reports
+    ids = _tokenizer_ids(tokenizer)
+    if not ids:
+        return
+    # (where config.json holds it, its name, its value)
+    settings = [(name, name, value) for name, value in config.items()] + [
+        (f"{nested}.{name}", name, value)
+        for nested, values in config.items()
+        if isinstance(values, dict)
+        for name, value in values.items()
+    ]
+    special_tokens = _special_tokens(folder)
+    for label, name, value in settings:  # the vocabulary first: the plainest sign of another model's tokenizer
+        if name == "vocab_size" and _is_int(value) and max(ids.values()) >= value:
+            raise _tokenizer_mismatch(
+                folder, f"the tokenizer has {max(ids.values()) + 1} tokens, config.json's {label} is {value}"
+            )
+    for label, name, value in settings:
+        token = special_tokens.get(name.removesuffix("_token_id")) if name.endswith("_token_id") else None
+        if token in ids and _is_int(value) and ids[token] != value:
+            kind = name.removesuffix("_token_id")
+            raise _tokenizer_mismatch(
+                folder, f"config.json's {label} is {value}, the tokenizer's {kind} token {token!r} is {ids[token]}"
+            )
+
+
+def _tokenizer_mismatch(folder: Path, found: str) -> ModelFolderError:
+    return ModelFolderError(
+        f"{folder}: tokenizer.json does not match config.json: {found} (is it another model's tokenizer?)"
+    )
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _tokenizer_ids(tokenizer: dict) -> dict[str, int]:
+    """Token -> id of a tokenizer.json: its model's vocabulary (a dict, or a Unigram's list of `[piece, score]`) and
+    its added tokens. Empty for a file of another shape, left to the tokenizer's loading to report."""
+    model = tokenizer.get("model") if isinstance(tokenizer, dict) else None
+    vocabulary = model.get("vocab") if isinstance(model, dict) else None
+    if isinstance(vocabulary, dict):
+        ids = {token: index for token, index in vocabulary.items() if _is_int(index)}
+    elif isinstance(vocabulary, list):
+        ids = {entry[0]: index for index, entry in enumerate(vocabulary) if isinstance(entry, list) and entry}
+    else:
+        return {}
+    for added in tokenizer.get("added_tokens") or ():
+        if isinstance(added, dict) and isinstance(added.get("content"), str) and _is_int(added.get("id")):
+            ids[added["content"]] = added["id"]
+    return ids
+
+
+def _special_tokens(folder: Path) -> dict[str, str]:
+    """Kind (`pad`, `mask` ...) -> the token a tokenizer's `tokenizer_config.json` names, or an older folder's
+    `special_tokens_map.json`; each a string or an added token's dict (`{"content": ...}`)."""
+    tokens = {}
+    for name in ("special_tokens_map.json", "tokenizer_config.json"):
+        try:
+            saved = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for kind in SPECIAL_TOKENS:
+            token = saved.get(f"{kind}_token") if isinstance(saved, dict) else None
+            token = token.get("content") if isinstance(token, dict) else token
+            if isinstance(token, str):
+                tokens[kind] = token
+    return tokens
 
 
 @contextlib.contextmanager

@@ -309,6 +309,10 @@ class R2D2PreTrainedModel(PreTrainedModel):
 class R2D2Model(R2D2PreTrainedModel):
     """Word embeddings, the composition function and the pruned chart over them."""
 
+    # Loading a language-model checkpoint into the model alone (as parsing does) leaves its LM head unused, as
+    # intended: the prediction layer, output bias, untied output embedding and untied decoder.
+    _keys_to_ignore_on_load_unexpected = [r"^prediction_head\.", r"^output_bias$", r"^lm_head\.", r"^decoder_layers\."]
+
     def __init__(self, config: R2D2Config):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
