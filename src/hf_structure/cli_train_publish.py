@@ -45,18 +45,20 @@ def _export(args) -> None:
 
     try:
         folder = export_model_folder(args.model, args.output, repo_id=args.repo_id)
-    except (OSError, ValueError) as error:  # no such folder, a non-empty output, a record missing or incomplete
+    # no such folder, a non-empty output, a record missing or incomplete, an output that cannot be written
+    except (OSError, ValueError) as error:
         raise SystemExit(f"hf-structure export: {error}") from None
     print(f"wrote the Hub folder of {args.model} to {folder}")
 
 
 def _push(args) -> None:
     from .hub import push_model
-    from .hub.export import HubUploadError
+    from .hub.export import ExportWriteError, HubUploadError
 
     try:
         result = push_model(args.model, args.repo_id, private=args.private, dry_run_dir=args.dry_run, token=args.token)
-    except (FileNotFoundError, FileExistsError, ValueError) as error:  # the folder's problems, before any upload
+    # the folder's problems, or no room to write its export, before any upload
+    except (FileNotFoundError, FileExistsError, ValueError, ExportWriteError) as error:
         raise SystemExit(f"hf-structure push: {error}") from None
     except HubUploadError as error:  # the network's or the Hub's, after the export
         raise SystemExit(f"hf-structure push: {error}") from None

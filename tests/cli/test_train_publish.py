@@ -1,15 +1,19 @@
 """The installed training and publishing commands: `hf-structure train-lm` and `train-parser` hand their arguments
-to the training entries (run in-process here, on tiny models), `--help` included; `export` refuses a folder that is
-not a model in one line (its output: tests/hub/test_export_precision.py)."""
+to the training entries (run in-process here, on tiny models, and in a child process where what the user reads is
+the point), `--help` included; `export` refuses a folder that is not a model in one line (its output:
+tests/hub/test_export_precision.py)."""
 
 import json
 import logging
 import os
+import subprocess
+import sys
 
 import pytest
 
 from hf_structure import cli
 from hf_structure.cli_train_publish import train
+from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import CORPUS, save_tiny_model
 from tests.helpers.tiny_treebank import SENTENCES, conllu_text
 
@@ -214,6 +218,68 @@ def test_train_parser_scales_the_heads_rate_for_a_new_parser_only(bert_folder, t
                 *common[2:],
             ]
         )
+
+
+def training_data(command: str, tmp_path, bert_folder) -> list[str]:
+    """Arguments that train a tiny model with `command`: train-lm fine-tunes a tiny StructFormer on a text file,
+    train-parser trains a new arc-hybrid parser over a tiny BERT on a CoNLL-U file."""
+    if command == "train-lm":
+        text = tmp_path / "domain.txt"
+        text.write_text("\n".join(CORPUS * 4) + "\n")
+        return ["--model_name_or_path", str(save_tiny_model(tmp_path / "base")), "--train_file", str(text)]
+    treebank = tmp_path / "train.conllu"
+    treebank.write_text(conllu_text(SENTENCES))
+    return ["--model_type", "arc_hybrid", "--encoder", str(bert_folder), "--train_file", str(treebank)]
+
+
+@pytest.mark.parametrize("command", ["train-lm", "train-parser"])
+def test_training_into_a_folder_that_holds_a_model_is_refused_in_one_line_leaving_it_untouched(
+    command, tmp_path, bert_folder
+):
+    model = save_tiny_model(tmp_path / "model")  # config.json and model.safetensors, no checkpoint
+    before = {path.name: path.read_bytes() for path in model.iterdir()}
+    arguments = [*training_data(command, tmp_path, bert_folder), "--do_train", "--max_steps", "1", *QUIET]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "hf_structure.cli", command, *arguments, "--output_dir", str(model)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"hf-structure {command}: --output_dir {model} holds a trained model; give another folder, or "
+        "--overwrite_output_dir to replace it"
+    )
+    assert {path.name: path.read_bytes() for path in model.iterdir()} == before
+
+
+@pytest.mark.parametrize("command", ["train-lm", "train-parser"])
+def test_the_same_training_command_resumes_from_its_last_checkpoint(command, tmp_path, bert_folder, one_thread):
+    """A folder with the run's checkpoints beside its model is a run to continue, not a model to protect."""
+    out = tmp_path / "out"
+    again = [
+        command,
+        *training_data(command, tmp_path, bert_folder),
+        "--do_train",
+        "--max_steps",
+        "2",
+        "--save_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "4",
+        "--output_dir",
+        str(out),
+        *QUIET,
+    ]
+    cli.main(again)
+    assert (out / "model.safetensors").is_file() and (out / "checkpoint-2" / "trainer_state.json").is_file()
+    cli.main(again)
+    record = json.loads((out / "hf_structure_training.json").read_text())
+    assert record["steps"] == 2 and record["notes"].startswith("resumed from checkpoint-2;")
 
 
 def test_export_of_a_folder_without_a_model_is_one_line(tmp_path):

@@ -1,10 +1,12 @@
-"""Publishing: the exported Hub folder, its model card, the (faked) upload, an offline Hub cache, and loading the
-folder with `trust_remote_code=True` where hf_structure cannot be imported.
+"""Publishing: the exported Hub folder (written whole or not at all, on a full disk or a read-only folder), its model
+card, the (faked) upload and a real one to a Hub that cannot be reached or refuses, an offline Hub cache, and loading
+the folder with `trust_remote_code=True` where hf_structure cannot be imported.
 
 All models here are tiny random ones and every eval/training number is a made-up TEST FIXTURE.
 """
 
 import hashlib
+import http.server
 import json
 import os
 import runpy
@@ -12,12 +14,14 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 import torch
 
-from hf_structure import hub
+from hf_structure import cli, hub
+from tests.helpers.filesystems import small_tmpfs
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import save_tiny_model
 
@@ -94,6 +98,25 @@ def run_child(args, tmp_path, env, timeout=120) -> str:
     # Every load was trusted explicitly (or needed no remote code): transformers never had to ask.
     assert "Do you wish to run the custom code" not in result.stdout + result.stderr
     return result.stdout
+
+
+def run_command(arguments: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`hf-structure ARGUMENTS` in a child process (this checkout's source), for a failure met for real."""
+    return subprocess.run(
+        [sys.executable, "-m", "hf_structure.cli", *arguments],
+        cwd=tmp_path,
+        env=env or child_env(tmp_path, PYTHONPATH=str(SRC)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def last_line(done: subprocess.CompletedProcess) -> str:
+    """What the user reads of a failed command: its last line on stderr, after no traceback."""
+    assert "Traceback" not in done.stderr, done.stderr[-4000:]
+    return done.stderr.strip().splitlines()[-1]
 
 
 def last_json_line(stdout: str):
@@ -192,6 +215,30 @@ def test_export_refuses_a_checkpoint_without_records(checkpoint, tmp_path):
     )
     with pytest.raises(ValueError, match=expected):
         hub.export_model_folder(bare, tmp_path / "out")
+
+
+def test_an_export_onto_a_full_disk_is_one_line_leaves_nothing_and_the_next_one_works(checkpoint, tmp_path):
+    """The folder is written beside the target and renamed into place when whole: a full disk leaves no part-written
+    folder that the next export would refuse as not empty."""
+    with small_tmpfs(tmp_path / "small", "1m") as small:
+        ballast = small / "ballast"
+        ballast.write_bytes(bytes(800 * 1024))  # leaves room for the config and code files, not the weights
+        out = small / "model"
+        done = run_command(["export", "--model", str(checkpoint), "--output", str(out)], tmp_path)
+        assert done.returncode == 1
+        assert last_line(done) == f"hf-structure export: cannot write {out}: No space left on device"
+        assert [path.name for path in small.iterdir()] == ["ballast"]
+        ballast.unlink()
+        cli.main(["export", "--model", str(checkpoint), "--output", str(out)])
+        assert_upload_folder(out)
+
+
+def test_an_export_into_a_read_only_folder_is_one_line(checkpoint, tmp_path):
+    with small_tmpfs(tmp_path / "read-only", "64k", read_only=True) as read_only:
+        out = read_only / "model"
+        done = run_command(["export", "--model", str(checkpoint), "--output", str(out)], tmp_path)
+        assert done.returncode == 1
+        assert last_line(done) == f"hf-structure export: cannot write {out}: Read-only file system"
 
 
 def test_installed_pipeline_needs_no_remote_code(exported, expected):
@@ -298,24 +345,56 @@ def test_push_uploads_the_export_and_contacts_nothing_else(checkpoint, monkeypat
     assert set(calls[1][3]) == set(UPLOADED)
 
 
-def test_push_without_a_network_is_one_line_naming_the_repository(checkpoint, monkeypatch):
-    """huggingface_hub's transport and HTTP errors are OSErrors: a push that cannot reach the Hub ends in one line,
-    not a traceback after the export."""
-    import huggingface_hub
+def push_env(tmp_path: Path, endpoint: str) -> dict:
+    """A child's environment that sends the Hub's requests to `endpoint`, with a token that it never checks."""
+    env = child_env(tmp_path, PYTHONPATH=str(SRC), HF_ENDPOINT=endpoint, HF_TOKEN="hf_test_token_never_checked")
+    del env["HF_HUB_OFFLINE"]  # offline, huggingface_hub would refuse before any request
+    return env
 
-    from hf_structure import cli
 
-    def unreachable(self, repo_id, **kwargs):
-        raise ConnectionError("[Errno 101] Network is unreachable\n(while creating the repository)")
+def test_push_without_a_network_is_one_line_naming_the_repository(checkpoint, tmp_path):
+    """huggingface_hub passes its HTTP client's transport errors on as they are (httpx's under huggingface_hub 1,
+    httpx2's under 2; no OSError): a push that cannot reach the Hub ends in one line, not a traceback."""
+    with socket.socket() as closed:  # bound and not listening: a connection to it is refused, and no one else has it
+        closed.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        done = run_command(
+            ["push", "--model", str(checkpoint), "--repo-id", REPO_ID], tmp_path, push_env(tmp_path, endpoint)
+        )
+    assert done.returncode == 1
+    line = last_line(done)
+    assert line.startswith(f"hf-structure push: could not upload to {REPO_ID}: ") and "Connection refused" in line
 
-    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", unreachable)
-    with pytest.raises(SystemExit) as ended:
-        cli.main(["push", "--model", str(checkpoint), "--repo-id", REPO_ID])
-    message = str(ended.value.code)
-    assert message == (
-        f"hf-structure push: could not upload to {REPO_ID}: [Errno 101] Network is unreachable "
-        "(while creating the repository)"
-    )
+
+class Unauthorized(http.server.BaseHTTPRequestHandler):
+    """The Hub's answer to a token it does not know, to every request."""
+
+    def do_GET(self):
+        body = b'{"error": "Invalid credentials in Authorization header"}'
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def log_message(self, *args):  # not on the test's stderr
+        pass
+
+
+def test_push_the_hub_refuses_is_one_line_with_its_reason(checkpoint, tmp_path):
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        done = run_command(
+            ["push", "--model", str(checkpoint), "--repo-id", REPO_ID], tmp_path, push_env(tmp_path, endpoint)
+        )
+        server.shutdown()
+    assert done.returncode == 1
+    line = last_line(done)
+    assert line.startswith(f"hf-structure push: could not upload to {REPO_ID}: ") and "401" in line
+    assert line.endswith("Invalid credentials in Authorization header")
 
 
 def test_push_with_an_injected_api(checkpoint):

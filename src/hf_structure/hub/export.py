@@ -8,6 +8,7 @@ installed), the tokenizer, both records (`hf_structure.hub.records`) and the ren
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -33,7 +34,11 @@ REQUIRED_FILES = (
 def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike, repo_id: str | None = None) -> Path:
     """Write the folder that goes to the Hub: weights, config (auto_map + custom_pipelines), modeling, configuration
     and pipeline code, tokenizer, README.md model card and the two records. `model_dir` is a checkpoint folder or a
-    bundled model name. Returns `out_dir`."""
+    bundled model name. Returns `out_dir`, which must be absent or empty.
+
+    The folder is written beside `out_dir` and renamed into place when whole: a full disk or a read-only folder is an
+    `ExportWriteError` naming `out_dir`, and leaves nothing behind that would block the next export."""
+    from safetensors import SafetensorError
     from transformers import pipeline
 
     from ..bundled import load_model_and_tokenizer, resolve_model_path
@@ -51,6 +56,24 @@ def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike
 
     model, tokenizer = load_model_and_tokenizer(str(model_dir))
     parser = pipeline(TASK, model=model, tokenizer=tokenizer)
+    target = Path(os.path.abspath(out_dir))  # a name and a parent folder even for `.` or `a/..`
+    scratch = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # On the target's file system, so that the rename is atomic; the folder inside it gets the umask's mode.
+        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+        _write_export(parser, model_dir, scratch / target.name, repo_id)
+        os.replace(scratch / target.name, target)  # onto an absent or empty folder
+    except (OSError, SafetensorError) as error:  # safetensors reports its own I/O errors (ENOSPC) as SafetensorError
+        raise ExportWriteError(f"cannot write {out_dir}: {_reason(error)}") from error
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return out_dir
+
+
+def _write_export(parser, model_dir: Path, out_dir: Path, repo_id: str | None) -> None:
+    """Write the export of `model_dir` (loaded in `parser`) to `out_dir`, which it creates."""
     parser.save_pretrained(out_dir)  # model + code files + custom_pipelines + the pipeline file + tokenizer
     keep_stored_precision(model_dir / "model.safetensors", out_dir / "model.safetensors")
     with_default_mode(out_dir)
@@ -77,7 +100,18 @@ def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike
         shutil.copyfile(model_dir / name, out_dir / name)
     render_model_card(model_dir, repo_id=repo_id).save(out_dir / "README.md")
     check_export(out_dir)
-    return out_dir
+
+
+def _reason(error: Exception) -> str:
+    """The system's words for a write error: an OSError's `strerror`; safetensors' message ends in `(os error N)`."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    code = re.search(r"\(os error (\d+)\)", str(error))
+    return os.strerror(int(code.group(1))) if code else str(error)
+
+
+class ExportWriteError(OSError):
+    """The export folder could not be written (a full disk, a read-only folder); the message names it and why."""
 
 
 def keep_stored_precision(source: Path, exported: Path) -> None:
@@ -141,6 +175,10 @@ def push_model(
         from huggingface_hub import HfApi
 
         api = HfApi(token=token)
+    try:
+        from huggingface_hub.utils import httpx  # huggingface_hub 2: its HTTP client, httpx2, under this name
+    except ImportError:  # huggingface_hub 1, whose HTTP client is httpx
+        import httpx
     with tempfile.TemporaryDirectory(prefix="hf_structure_push_") as folder:
         export_model_folder(model_dir, folder, repo_id=repo_id)
         try:
@@ -148,7 +186,10 @@ def push_model(
             return api.upload_folder(
                 repo_id=repo_id, folder_path=folder, repo_type="model", commit_message=commit_message
             )
-        except OSError as error:  # no network, an unreachable endpoint, the Hub's refusal (its errors are OSErrors)
+        # httpx.HTTPError: the client's own errors (no network, a refused connection, a timeout), which
+        # huggingface_hub passes on as they are, and its HfHubHTTPError (the Hub's refusal); OSError: no token saved,
+        # offline mode.
+        except (httpx.HTTPError, OSError) as error:
             reason = " ".join(str(error).split()) or type(error).__name__
             raise HubUploadError(f"could not upload to {repo_id}: {reason}") from error
 

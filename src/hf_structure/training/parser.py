@@ -8,14 +8,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from datasets import Dataset
-from transformers import TrainingArguments, set_seed
+from transformers import set_seed
 
 from ..data.conllu_format import read_conllu
 from ..data.gold import TreebankFormatError
 from ..registry import model_spec
 from . import ParserTraining
 from .arguments import TrainingDataError, apply_config_overrides, parse_arguments
-from .trainer import LengthGroupedTrainer, end_processes, train_resuming, training_provenance
+from .trainer import (
+    EntryTrainingArguments,
+    LengthGroupedTrainer,
+    check_output_folder,
+    end_processes,
+    train_resuming,
+    training_provenance,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -147,13 +154,18 @@ def parse_command_line(argv: list[str], default_model_type: str, prog: str | Non
     """The model's recipe and (model, data, training, the model's own) arguments; `default_model_type` is the model
     type of a new parser when `argv` names none."""
     return parse_arguments(
-        argv, (ParserModelArguments, ParserDataArguments, TrainingArguments), ParserTraining, default_model_type, prog
+        argv,
+        (ParserModelArguments, ParserDataArguments, EntryTrainingArguments),
+        ParserTraining,
+        default_model_type,
+        prog,
     )
 
 
 def main(argv: list[str], default_model_type: str, prog: str | None = None):
     """Train as `argv` says (see `parse_command_line`)."""
     recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type, prog)
+    check_output_folder(training_args.output_dir, training_args.overwrite_output_dir)  # it trains, --do_train or not
     # Each recipe's collator builds the model's inputs from its examples' columns (G2GTr's `first_pieces` among
     # them): the Trainer must not drop the columns the model's forward does not name.
     training_args.remove_unused_columns = False

@@ -23,21 +23,28 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class LanguageModelTrainingArguments(TrainingArguments):
-    """`TrainingArguments` with a wall-clock budget for the training loop."""
+class EntryTrainingArguments(TrainingArguments):
+    """`TrainingArguments` of both training entries (`train-lm`, `train-parser`), with the option that lets a run
+    replace the trained model in its --output_dir (`check_output_folder`)."""
+
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Train into an --output_dir that holds a trained model (and no checkpoint to resume from), "
+            "replacing it; refused otherwise."
+        },
+    )
+
+
+@dataclass
+class LanguageModelTrainingArguments(EntryTrainingArguments):
+    """The language-model entry's `TrainingArguments`, with a wall-clock budget for the training loop."""
 
     max_train_time_s: float | None = field(
         default=None,
         metadata={
             "help": "Stop training after this many seconds of this process's training loop, then save as at the "
             "end of a run (for a lent machine with a hard time limit; --max_steps still sets the schedule)."
-        },
-    )
-    overwrite_output_dir: bool = field(
-        default=False,
-        metadata={
-            "help": "Train into an --output_dir that holds a trained model (and no checkpoint to resume from), "
-            "replacing it; refused otherwise."
         },
     )
     lr_decay_by_wall_clock: bool = field(
@@ -328,7 +335,7 @@ class OutputFolderError(FileExistsError):
 def check_output_folder(output_dir: str, overwrite: bool) -> None:
     """Raise OutputFolderError for an output folder that holds a trained model (its config and weights) and no
     checkpoint to resume from, unless `overwrite`: a new run would replace that model without a word. A folder with
-    checkpoints is a run to continue (`train_resuming`)."""
+    checkpoints is a run to continue (`train_resuming`). Both entries call it before reading any data."""
     folder = Path(output_dir)
     weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
     holds_model = (folder / "config.json").is_file() and any((folder / name).is_file() for name in weights)
