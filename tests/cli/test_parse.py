@@ -638,7 +638,7 @@ def test_a_conllu_file_is_parsed_with_its_own_words_into_a_conllu_file(model, tm
             assert row == before[:6] + ["_", "_"] + before[8:]
         else:
             assert row == before
-    error = "sentence 2 (line 15): word 0 ('a dog') is empty or contains whitespace"
+    error = "sentence 2 (line 15): word 1 ('a dog') is empty or contains whitespace"
     assert f"# sent_id = d1-2\n# error = {error}\n" in written
 
 

@@ -36,10 +36,10 @@ def conllu(sentences) -> str:
 def test_unparsable_sentences_are_named_and_the_others_parsed_as_alone(tiny):
     model, tokenizer = load_model_and_tokenizer(str(tiny))
     sentences = [GOOD[0], SPACED, GOOD[1], LONG]
-    with pytest.raises(ValueError, match=r"^sentence 2: word 1 \('old man'\) is empty or contains whitespace$"):
+    with pytest.raises(ValueError, match=r"^sentence 2: word 2 \('old man'\) is empty or contains whitespace$"):
         parse_word_lists(model, tokenizer, sentences)
     results = parse_word_lists(model, tokenizer, sentences, names=["a", "b", "c", "d"], skip_unparsable=True)
-    assert results[1] == {"words": SPACED, "error": "b: word 1 ('old man') is empty or contains whitespace"}
+    assert results[1] == {"words": SPACED, "error": "b: word 2 ('old man') is empty or contains whitespace"}
     assert results[3] == {"words": LONG, "error": "d: 9 words; this model parses at most 8"}
     assert [results[0], results[2]] == parse_word_lists(model, tokenizer, GOOD)
 
@@ -52,7 +52,7 @@ def test_the_evaluation_scores_the_rest_and_names_the_skipped_by_file_and_line(t
     clean.write_text(conllu(GOOD), encoding="utf-8")
     scores = evaluate_on_conllu(model, tokenizer, path)
     assert scores.pop("skipped") == [
-        f"sentence 2 ({path}:7): word 1 ('old man') is empty or contains whitespace",
+        f"sentence 2 ({path}:7): word 2 ('old man') is empty or contains whitespace",
         f"sentence 4 ({path}:17): 9 words; this model parses at most 8",
     ]
     expected = evaluate_on_conllu(model, tokenizer, clean)
@@ -73,6 +73,6 @@ def test_cli_evaluate_counts_the_skipped_and_names_each_on_its_own_line(tiny, tm
     scores = json.loads(result.stdout)
     assert (scores["sentences"], scores["skipped"]) == (2, 2)
     assert result.stderr.splitlines() == [
-        f"hf-structure evaluate: not scored: sentence 2 ({path}:7): word 1 ('old man') is empty or contains whitespace",
+        f"hf-structure evaluate: not scored: sentence 2 ({path}:7): word 2 ('old man') is empty or contains whitespace",
         f"hf-structure evaluate: not scored: sentence 4 ({path}:17): 9 words; this model parses at most 8",
     ]

@@ -65,7 +65,7 @@ def check_pieceless_words_read_as_unknown(parser):
 def check_a_long_item_is_named(parser, too_long):
     batch = [["a", "dog"], ["the", "man", "ran"], too_long, ["dog"]]
     for batch_size in (1, 4):
-        with pytest.raises(ValueError, match=r"^sentence 2: "):
+        with pytest.raises(ValueError, match=r"^sentence 3: "):
             parser(batch, batch_size=batch_size, is_split_into_words=True)
 
 

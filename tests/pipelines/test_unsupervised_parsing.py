@@ -286,17 +286,22 @@ def test_sentence_at_the_length_limit(parser):
     [
         (5, {}, TypeError, "expected a string, a list of words or a batch of them, got int"),
         (None, {}, TypeError, "expected a string, a list of words or a batch of them, got NoneType"),
-        (["a", ""], {"is_split_into_words": True}, ValueError, r"^the sentence: word 1 \(''\) is empty"),
-        (["a", "old man"], {"is_split_into_words": True}, ValueError, r"word 1 \('old man'\) .*contains whitespace"),
-        (["a", 3], {"is_split_into_words": True}, TypeError, "^the sentence: word 1 is a int, not a string"),
+        (["a", ""], {"is_split_into_words": True}, ValueError, r"^the sentence: word 2 \(''\) is empty"),
+        (["a", "old man"], {"is_split_into_words": True}, ValueError, r"word 2 \('old man'\) .*contains whitespace"),
+        (["a", 3], {"is_split_into_words": True}, TypeError, "^the sentence: word 2 is a int, not a string"),
         ([], {"is_split_into_words": True}, ValueError, "^empty word list"),
         ("a dog ran", {"is_split_into_words": True}, TypeError, "expected a list of words, got str"),
         (" ".join(["the"] * (LIMIT + 1)), {}, ValueError, f"{LIMIT + 1} words; this model parses at most {LIMIT}"),
         ([], {}, ValueError, "no sentence to parse: the input list is empty"),
-        ([["A", "dog"], "Cats"], {}, TypeError, "sentence 1: a batch must be all strings or all word lists"),
-        (["Cats", ["A", "dog"]], {}, TypeError, "item 1: a batch must be all strings or all word lists"),
+        (
+            [["A", "dog"], "Cats"],
+            {},
+            TypeError,
+            "sentence 2: a batch must be all strings or all word lists; item 1 makes",
+        ),
+        (["Cats", ["A", "dog"]], {}, TypeError, "item 2: a batch must be all strings or all word lists"),
         ("the old\x00man", {}, ValueError, "control character"),
-        (["the", "old\x00man"], {"is_split_into_words": True}, ValueError, "word 1 .* contains a control character"),
+        (["the", "old\x00man"], {"is_split_into_words": True}, ValueError, "word 2 .* contains a control character"),
     ],
     ids=[
         "int",
@@ -321,27 +326,51 @@ def test_bad_input(parser, inputs, kwargs, error, message):
 
 def test_the_one_scan_check_rejects_exactly_what_the_word_loop_rejects():
     # check_words clears a sentence with one regular-expression scan and names problems with a per-word loop: both
-    # must reject the same characters (str.isspace or Unicode category Cc), over all of Unicode.
+    # must reject the same characters (str.isspace, or Unicode category Cc or Cs), over all of Unicode.
     import sys
     import unicodedata
 
-    from hf_structure.pipelines.unsupervised_parsing import WHITESPACE_OR_CONTROL
+    from hf_structure.pipelines.unsupervised_parsing import NOT_IN_A_WORD
 
     disagree = [
         hex(code)
         for code in range(sys.maxunicode + 1)
-        if bool(WHITESPACE_OR_CONTROL.match(chr(code)))
-        != (chr(code).isspace() or unicodedata.category(chr(code)) == "Cc")
+        if bool(NOT_IN_A_WORD.match(chr(code)))
+        != (chr(code).isspace() or unicodedata.category(chr(code)) in ("Cc", "Cs"))
     ]
     assert disagree == []
+
+
+def test_a_lone_surrogate_is_the_error_of_its_own_item_only(parser):
+    # The tokenizers fail on a lone surrogate with a TypeError of their own, which lost every item of the call.
+    texts = ["Good text.", "bad \ud800 text", "Another good one."]
+    results = parser(texts, on_error="record")
+    assert results[0] == parser(texts[0]) and results[2] == parser(texts[2])
+    error = "item 2: character 5 is a lone surrogate (U+D800), not text"
+    assert results[1] == [{"words": ["bad", "\ud800", "text"], "error": error}]
+    streamed = list(parser((text for text in texts), on_error="record"))  # a generator, item by item
+    assert [streamed[0], streamed[2]] == [results[0], results[2]] and "lone surrogate" in streamed[1][0]["error"]
+    words = [["Good", "text"], ["bad", "\ud800", "text"], ["Another"]]
+    recorded = parser(words, on_error="record")
+    assert [recorded[0], recorded[2]] == [
+        parser(words[0], is_split_into_words=True),
+        parser(words[2], is_split_into_words=True),
+    ]
+    error = "sentence 2: word 2 ('\\ud800'): character 1 is a lone surrogate (U+D800), not text"
+    assert recorded[1] == {"words": words[1], "error": error}
+    with pytest.raises(ValueError, match=r"^the text: character 5 is a lone surrogate \(U\+D800\), not text$"):
+        parser(texts[1])
+    # Python reads each byte of a command-line argument that is not UTF-8 as a surrogate of its own (U+DC80-U+DCFF).
+    with pytest.raises(ValueError, match=r"^the sentence: word 1 .*\(U\+DCE9, which stands for the byte 0xE9 of input"):
+        parser(["caf\udce9"], is_split_into_words=True)
 
 
 @pytest.mark.parametrize(
     "batch, message",
     [
-        (["a dog ran", " ".join(["dog"] * (LIMIT + 1))], f"^item 1, sentence 0: .*at most {LIMIT}"),
-        (["a dog ran", None], "^item 1: expected a string, got NoneType"),
-        ([["a", "dog"], ["a", ""]], r"sentence 1: word 1 \(''\)"),
+        (["a dog ran", " ".join(["dog"] * (LIMIT + 1))], f"^item 2, sentence 1: .*at most {LIMIT}"),
+        (["a dog ran", None], "^item 2: expected a string, got NoneType"),
+        ([["a", "dog"], ["a", ""]], r"sentence 2: word 2 \(''\)"),
     ],
     ids=["too-long", "none", "empty-word"],
 )
@@ -366,7 +395,7 @@ def test_an_empty_text_has_no_sentence_and_punctuation_alone_is_one(parser):
 
 def test_on_error_record_keeps_the_others_of_a_batch(parser):
     too_long = " ".join(["dog"] * (LIMIT + 1))
-    with pytest.raises(ValueError, match=f"item 1, sentence 0: {LIMIT + 1} words"):
+    with pytest.raises(ValueError, match=f"item 2, sentence 1: {LIMIT + 1} words"):
         parser(["a dog ran", too_long, "the man sat"], batch_size=2)
     results = parser(["a dog ran", too_long, "the man sat", "a\x00b"], batch_size=2, on_error="record")
     assert results[0] == parser("a dog ran") and results[2] == parser("the man sat")
@@ -375,15 +404,15 @@ def test_on_error_record_keeps_the_others_of_a_batch(parser):
             "words": too_long.split(),
             "offsets": results[1][0]["offsets"],
             "text": too_long,
-            "error": f"item 1, sentence 0: {LIMIT + 1} words; this model parses at most {LIMIT}",
+            "error": f"item 2, sentence 1: {LIMIT + 1} words; this model parses at most {LIMIT}",
         }
     ]
-    assert results[3] == [{"words": ["a\x00b"], "error": "item 3: the text contains the control character '\\x00'"}]
+    assert results[3] == [{"words": ["a\x00b"], "error": "item 4: the text contains the control character '\\x00'"}]
     words = [["a", "dog"], ["a", ""], ["dog"] * (LIMIT + 1)]
     recorded = parser(words, on_error="record")
     assert recorded[0] == parser(words[0], is_split_into_words=True)
-    assert recorded[1] == {"words": ["a", ""], "error": "sentence 1: word 1 ('') is empty or contains whitespace"}
-    assert recorded[2]["error"] == f"sentence 2: {LIMIT + 1} words; this model parses at most {LIMIT}"
+    assert recorded[1] == {"words": ["a", ""], "error": "sentence 2: word 2 ('') is empty or contains whitespace"}
+    assert recorded[2]["error"] == f"sentence 3: {LIMIT + 1} words; this model parses at most {LIMIT}"
     streamed = list(parser((text for text in ["a dog", "b\x00"]), on_error="record"))  # a generator, item by item
     assert streamed[0] == parser("a dog") and "control character" in streamed[1][0]["error"]
     with pytest.raises(ValueError, match=r"on_error must be one of \('raise', 'record'\), got 'skip'"):
@@ -507,11 +536,11 @@ LONG = " ".join(["Dogs"] + ["bark"] * LIMIT)  # a sentence of LIMIT + 1 words
 @pytest.mark.parametrize(
     "inputs, kwargs, message",
     [
-        ("Fine. " + LONG + ".", {}, f"^sentence 1: {LIMIT + 1} words"),
+        ("Fine. " + LONG + ".", {}, f"^sentence 2: {LIMIT + 1} words"),
         ("Fine. Dogs " + " ".join(["bark"] * (LIMIT - 1)), {"split_sentences": False}, f"^the text: {LIMIT + 1} words"),
-        (["Fine.", "Good. Very good. " + LONG], {}, f"^item 1, sentence 2: {LIMIT + 1}"),
-        (["Fine.", "Good. Very good. " + LONG], {"batch_size": 3}, "^item 1, sentence 2"),
-        (["Fine.", "Good. \x00"], {}, "^item 1: the text contains the control character"),
+        (["Fine.", "Good. Very good. " + LONG], {}, f"^item 2, sentence 3: {LIMIT + 1}"),
+        (["Fine.", "Good. Very good. " + LONG], {"batch_size": 3}, "^item 2, sentence 3"),
+        (["Fine.", "Good. \x00"], {}, "^item 2: the text contains the control character"),
     ],
     ids=["single-text", "unsplit-text", "batch", "batched", "control-character"],
 )

@@ -5,12 +5,15 @@ UD English-EWT dev file (read-only shared data; skipped when absent), on seeded 
 the rules care about, and by inspecting the module's imports: it must run where only torch + transformers exist.
 Then `tokenize_with_offsets` (the same words for ASCII text, each with its character offsets; typographic punctuation
 split as its ASCII form), its word conventions ("ptb", that split; "ud", re-cut as UD English-EWT writes words) and
-`sentence_offsets` (the rule-based sentence splitter).
+`sentence_offsets` (the rule-based sentence splitter), and that a long run of text without spaces is split in linear
+time.
 """
 
 import ast
 import importlib.util
 import random
+import signal
+import time
 
 import pytest
 
@@ -524,3 +527,70 @@ def test_a_byte_order_mark_is_neither_a_word_nor_part_of_one_and_offsets_still_p
     assert words == ["The", "dog", "barked", ".", "It", "ran", "."] and offsets[0] == (1, 4)
     assert [text[start:end] for start, end in offsets] == words
     assert sentence_offsets(text) == [(1, 16), (17, 24)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Long runs: linear time
+
+
+def cpu_seconds(function, argument, limit: float | None = None) -> float | None:
+    """The CPU time of `function(argument)` (not the wall clock, which other processes slow down), or None where it
+    was stopped after `limit` seconds of it."""
+
+    class TooSlow(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise TooSlow
+
+    previous = signal.signal(signal.SIGPROF, stop)
+    try:
+        if limit is not None:
+            signal.setitimer(signal.ITIMER_PROF, limit)
+        start = time.process_time()
+        function(argument)
+        return time.process_time() - start
+    except TooSlow:
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+def split_raw_text(text: str, convention: str) -> list:
+    """What the pipeline does with raw text: sentences, then the words of each."""
+    return [tokenize_with_offsets(text[start:end], convention) for start, end in sentence_offsets(text)]
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer to stop a slow run")
+@pytest.mark.parametrize(
+    ("make", "longest", "convention"),
+    [
+        (lambda length: "a" * length, 1_000_000, "ptb"),  # the address pattern read on from each letter
+        (lambda length: "1" * length, 1_000_000, "ud"),
+        (lambda length: "http://example.com/" + "a" * length, 1_000_000, "ud"),
+        # Runs of one-character words: a tenth of the length takes as long.
+        (lambda length: "!" * length + "x", 100_000, "ud"),  # the sentence end read on from each "!"
+        (lambda length: "," * length + "1", 100_000, "ud"),  # a punctuation run read on from each word in it
+        (lambda length: "-" * length, 100_000, "ud"),
+    ],
+    ids=["letters", "digits", "url", "exclamation-marks", "commas", "hyphens"],
+)
+def test_a_long_run_without_spaces_is_split_in_linear_time(make, longest, convention):
+    # Each tenfold longer text may take at most 30 times as long (linear: about 10 times, quadratic: 100); a run that
+    # takes longer is stopped there, so that a quadratic split fails in seconds rather than hours.
+    length = longest // 100
+    taken = min(cpu_seconds(lambda text: split_raw_text(text, convention), make(length)) for _ in range(3))
+    while length < longest:
+        length *= 10
+        limit = 30 * taken
+        taken = cpu_seconds(lambda text: split_raw_text(text, convention), make(length), limit)
+        assert taken is not None, f"{length:,} characters took over 30 times as long as a tenth ({limit:.3f} s of CPU)"
+
+
+ADDRESS_PIECES = list("aw.:/@1+-_ ,;!?'()\"<>x\u00e9") + ["www.", "://", "http://", "a@b.com", ".co"]
+
+
+def test_address_spans_are_those_of_the_address_pattern():
+    for text in random_texts(20_000, 1819, ADDRESS_PIECES):
+        assert word_tokenization.address_spans(text) == [match.span() for match in WEB_OR_EMAIL.finditer(text)], text

@@ -116,27 +116,46 @@ def check_options(model, options: dict) -> None:
         )
 
 
-# Exactly the characters `check_words` rejects inside a word: `str.isspace` and Unicode category Cc.
-WHITESPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+# A lone surrogate (U+D800-U+DFFF, Unicode category Cs) is no character of text, and the tokenizers fail on it with
+# an unrelated TypeError that loses the whole batch. Python makes one (U+DC80-U+DCFF) of each byte that is not UTF-8
+# where it decodes with "surrogateescape", as it does command-line arguments.
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def lone_surrogate_error(text: str) -> str | None:
+    """What is wrong with `text` where it holds a lone surrogate (which character, counted from 1), or None."""
+    match = LONE_SURROGATE.search(text)
+    if match is None:
+        return None
+    code = ord(match[0])
+    byte = f", which stands for the byte 0x{code - 0xDC00:02X} of input that is not UTF-8" if code >= 0xDC80 else ""
+    return f"character {match.start() + 1} is a lone surrogate (U+{code:04X}{byte}), not text"
+
+
+# Exactly the characters `check_words` rejects inside a word: `str.isspace` and Unicode categories Cc and Cs.
+NOT_IN_A_WORD = re.compile(r"[\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def check_words(words, item: str = "sentence") -> list[str]:
-    """`words` as a list of strings, or a SentenceError naming the item and the bad word."""
+    """`words` as a list of strings, or a SentenceError naming the item and the bad word (counted from 1, as CoNLL-U
+    IDs are)."""
     if not isinstance(words, (list, tuple)):
         raise TypeError(f"{item}: expected a list of words, got {type(words).__name__}")
     if not words:
         raise SentenceError(f"{item}: empty word list")
     # One regular-expression scan of the joined words clears a good sentence; the word-by-word loop below only
     # runs to name what is wrong (it was a tenth of a batched pipeline call).
-    if all(isinstance(word, str) and word for word in words) and not WHITESPACE_OR_CONTROL.search("".join(words)):
+    if all(isinstance(word, str) and word for word in words) and not NOT_IN_A_WORD.search("".join(words)):
         return list(words)
-    for position, word in enumerate(words):
+    for number, word in enumerate(words, 1):
         if not isinstance(word, str):
-            raise TypeError(f"{item}: word {position} is a {type(word).__name__}, not a string")
+            raise TypeError(f"{item}: word {number} is a {type(word).__name__}, not a string")
         if not word or any(c.isspace() for c in word):
-            raise SentenceError(f"{item}: word {position} ({word!r}) is empty or contains whitespace")
+            raise SentenceError(f"{item}: word {number} ({word!r}) is empty or contains whitespace")
         if any(unicodedata.category(c) == "Cc" for c in word):
-            raise SentenceError(f"{item}: word {position} ({word!r}) contains a control character")
+            raise SentenceError(f"{item}: word {number} ({word!r}) contains a control character")
+        if surrogate := lone_surrogate_error(word):
+            raise SentenceError(f"{item}: word {number} ({word!r}): {surrogate}")
     return list(words)
 
 
@@ -187,6 +206,8 @@ def split_text(
     control = next((c for c in text if unicodedata.category(c) == "Cc" and not c.isspace()), None)
     if control is not None:
         raise SentenceError(f"{item}: the text contains the control character {control!r}")
+    if surrogate := lone_surrogate_error(text):
+        raise SentenceError(f"{item}: {surrogate}")
     if split_sentences:
         spans = sentence_offsets(text)
     else:
@@ -316,11 +337,11 @@ class UnsupervisedParsingPipeline(Pipeline):
             if isinstance(item, (list, tuple)) != as_words:
                 first = "word lists" if as_words else "strings"
                 raise TypeError(
-                    f"{kind} {index}: a batch must be all strings or all word lists; item 0 makes it "
-                    f"{first}, item {index} is a {type(item).__name__}"
+                    f"{kind} {index + 1}: a batch must be all strings or all word lists; item 1 makes it "
+                    f"{first}, item {index + 1} is a {type(item).__name__}"
                 )
-            # Checked (and split) once here; preprocess takes the result as it is.
-            name = "the sentence" if single else f"{kind} {index}"
+            # Checked (and split) once here; preprocess takes the result as it is. Items are counted from 1.
+            name = "the sentence" if single else f"{kind} {index + 1}"
             groups.append(self.sentences(item, as_words, name, split_sentences, on_error, word_convention))
         # The sentences of every item are parsed together, in batches of similar lengths across items.
         parses = iter(self.parse_sentences([sentence for group in groups for sentence in group], kwargs))
@@ -367,8 +388,11 @@ class UnsupervisedParsingPipeline(Pipeline):
             sentences = split_text(item, name or "the text", split_sentences, convention)
         except (SentenceError, TypeError) as error:
             return [unparsable(item.split() if isinstance(item, str) else [], error)]
-        if split_sentences:  # a sentence is named by its index in the text's results
-            names = [f"{name}, sentence {index}" if name else f"sentence {index}" for index in range(len(sentences))]
+        if split_sentences:  # a sentence is named by its place in the text's results, counted from 1
+            names = [
+                f"{name}, sentence {number}" if name else f"sentence {number}"
+                for number in range(1, len(sentences) + 1)
+            ]
         else:
             names = [name or "the text"]
         checked = []

@@ -118,6 +118,36 @@ WEB_OR_EMAIL = re.compile(
     r"(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)[^\s<>\"]*[^\s<>\".,;:!?'()\[\]{}]"
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[a-zA-Z]{2,}"
 )
+# Searching for `WEB_OR_EMAIL` tries it at each character, and each try reads on to the end of the run of letters it
+# starts in: quadratic in a long word. A match starts only at "www.", at the first letter (after where the search
+# stands) of a run of scheme characters followed by "://" (`_SCHEME_RUN`), or in a run of local-part characters
+# followed by "@" (`_LOCAL_PART_RUN`); and whether it matches in such a run depends on what follows the run, not on
+# where in it the try starts. So `address_spans` tries it once per such place. The look-behinds find each run from
+# its start only, so that finding the runs is linear too.
+_SCHEME_RUN = re.compile(r"(?<![a-zA-Z0-9+.-])[a-zA-Z0-9+.-]+(?=://)")
+_WWW = re.compile(r"www\.")
+_LOCAL_PART_RUN = re.compile(r"(?<![\w.+-])[\w.+-]+(?=@)")
+_SCHEME_LETTER = re.compile(r"[a-zA-Z]")
+
+
+def address_spans(text: str) -> list[tuple[int, int]]:
+    """The `[start, end)` offsets of the web and e-mail addresses in `text`: those of `WEB_OR_EMAIL.finditer(text)`,
+    found in linear time."""
+    places = sorted(
+        [(match.start(), match.end(), True) for match in _SCHEME_RUN.finditer(text)]
+        + [(match.start(), match.start() + 1, False) for match in _WWW.finditer(text)]  # one place wide
+        + [(match.start(), match.end(), False) for match in _LOCAL_PART_RUN.finditer(text)]
+    )
+    spans, position = [], 0
+    for start, end, scheme in places:  # in order, so that the first match found is the leftmost
+        start = max(start, position)
+        if scheme:  # a scheme starts with a letter
+            letter = _SCHEME_LETTER.search(text, start, end)
+            start = letter.start() if letter else end
+        if start < end and (match := WEB_OR_EMAIL.match(text, start)):
+            spans.append(match.span())
+            position = match.end()
+    return spans
 
 
 def _ascii_copy(text: str) -> tuple[str, list[int]]:
@@ -152,7 +182,11 @@ def tokenize_with_offsets(text: str, convention: str = "ptb") -> tuple[list[str]
         raise ValueError(f"convention must be one of {WORD_CONVENTIONS}, got {convention!r}")
     copy, origin = _ascii_copy(text)
     # An address is seen by the rules as one plain word of its length, so that no rule splits it.
-    copy = WEB_OR_EMAIL.sub(lambda match: "x" * len(match[0]), copy)
+    pieces, position = [], 0
+    for start, end in address_spans(copy):
+        pieces += [copy[position:start], "x" * (end - start)]
+        position = end
+    copy = "".join(pieces) + copy[position:]
     words, offsets = [], []
     position = 0
     for token in word_tokenize(copy):
@@ -205,8 +239,8 @@ WORD_CONVENTIONS = ("ptb", "ud")
 # brackets or quotes); an emoticon standing apart (`:)`, `;-)`, `:D`, `(:`); letters joined by & (`AT&T`, `P&L`) or
 # words by @ (`Rice@ENRON`, an address without a domain).
 _UD_WHOLE = re.compile(
-    r"[.!?]{2,}"
-    r"|([^\w\s.!?()\[\]{}\"'`])\1+"
+    r"(?P<run>[.!?]{2,}"
+    r"|([^\w\s.!?()\[\]{}\"'`])\2+)"
     r"|(?<!\S)(?:[:;=][-^']?[()\[\]DPpOo/\\|*]|[()][-^']?[:;=])(?=\s|$|[.,!?])"
     r"|(?<![\w&])[^\W\d_]{1,4}&[^\W\d_]{1,4}(?![\w&])"
     r"|(?<![\w@.])\w+@\w+(?![\w@])"
@@ -282,12 +316,17 @@ def _join_whole(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, in
     last_word_ending_at = {end: index for index, (_, end) in enumerate(offsets)}
     joined = []
     index = 0
+    # The end of the last run of punctuation that joined nothing: from a word inside it, `_UD_WHOLE` matches the same
+    # run's end (or nothing) and joins nothing either, so it is not read again from each word (quadratic in ",,,,1").
+    unjoined_run_end = 0
     while index < len(offsets):
         start, end = offsets[index]
-        match = _UD_WHOLE.match(text, start)
+        match = _UD_WHOLE.match(text, start) if start >= unjoined_run_end else None
         last = last_word_ending_at.get(match.end()) if match else None
         if last is not None and last > index:
             end, index = match.end(), last
+        elif match and match["run"]:
+            unjoined_run_end = match.end()
         joined.append((start, end))
         index += 1
     return joined
@@ -333,8 +372,10 @@ _TERMINATORS = ".!?\u2026\uff01\uff1f\u203c\u2047\u2048\u2049"
 _CLOSERS = "\"')\\]}\u201d\u2019\u00bb\u203a"
 # Opening quotes and brackets before the first letter of the next sentence.
 _OPENERS = "\"'(\\[{\u201c\u2018\u201e\u00ab\u2039\u00bf\u00a1`"
-# A word (from the previous whitespace), the terminators ending it, closers; then whitespace or the end.
-_CANDIDATE_END = re.compile(rf"(?<!\S)(\S*?)([{_TERMINATORS}]+)([{_CLOSERS}]*)(?=\s|$)")
+# A word (from the previous whitespace), the terminators ending it, closers; then whitespace or the end. The run of
+# terminators starts after no terminator (as the shortest first group makes it anyway), so that the search does not
+# read a long run again from each of its characters (quadratic in "!!!...!x").
+_CANDIDATE_END = re.compile(rf"(?<!\S)(\S*?)(?<![{_TERMINATORS}])([{_TERMINATORS}]+)([{_CLOSERS}]*)(?=\s|$)")
 # A blank line (two newlines with only other whitespace between) or a paragraph separator always ends a sentence.
 _BLANK_LINE = re.compile(r"(?:\n[^\S\n]*\n|\u2029)\s*")
 _NEXT_FULL_WORD = re.compile(rf"\s*[{_OPENERS}]*(\w*)")
