@@ -321,6 +321,11 @@ def _parsed_units(parser, units: Iterable[_Unit], pretokenized: bool, batch_size
             done, written = 0, complete
 
 
+# A refused line's words can hold lone surrogates (bytes of an argument that are not UTF-8): written as `\udced`,
+# which JSON reads as that character, so that the output stays UTF-8 text and every line is written.
+OUTPUT_ERRORS = "backslashreplace"
+
+
 class _OutputFile:
     """The `--output` file (or a torchrun part), written a batch of results at a time, so that it only ever holds
     complete results: a write that fails (a full disk) is cut back to the last complete batch, and the command ends in
@@ -337,7 +342,7 @@ class _OutputFile:
         self.complete, self.last_unit = 0, first_unit - 1
 
     def append(self, text: str, last_unit: int, unit_name: str) -> None:
-        data = text.encode("utf-8")
+        data = text.encode("utf-8", OUTPUT_ERRORS)
         try:
             written = 0
             while written < len(data):
@@ -554,6 +559,8 @@ def _parse(args) -> None:
             if claimed:
                 stack.callback(claimed.close)
         output = io.StringIO() if args.output else sys.stdout
+        if not args.output and hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(errors=OUTPUT_ERRORS)
         progress = stack.enter_context(_progress(args, len(share.units) if share else total, unit_name))
         writer = _Writer(output, output_format, not args.no_split_sentences, args.svg, total)
         for done, finished in _parsed_units(parser, units, pretokenized, args.batch_size, options):
