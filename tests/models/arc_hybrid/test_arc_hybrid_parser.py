@@ -219,9 +219,11 @@ def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_pat
 def test_a_too_long_sentence_gets_our_error_alone(bert_folder, caplog):
     model, tokenizer = new_arc_hybrid(bert_folder)  # a fresh tokenizer: transformers warns once per tokenizer
     tokenizer.model_max_length = 64  # as a real encoder's tokenizer says: transformers would warn of "indexing errors"
-    with pytest.raises(ValueError, match="sentence 0: 72 word pieces; this model reads at most 64"):
-        model.parse([["dog"] * 70], tokenizer)
-    assert model.parse_length_error(["dog"] * 70, tokenizer) == "72 word pieces; this model reads at most 64"
+    with pytest.raises(ValueError, match="sentence 0: 65 word pieces; this model reads at most 64"):
+        model.parse([["dog"] * 63], tokenizer)
+    assert model.parse_length_error(["dog"] * 63, tokenizer) == "65 word pieces; this model reads at most 64"
+    # More words than pieces allowed: refused before the words are cut into pieces (a 2 MB line in a second).
+    assert model.parse_length_error(["dog"] * 70, tokenizer) == "70 words; this model reads at most 64 word pieces"
     assert not [record.getMessage() for record in caplog.records if "indexing errors" in record.getMessage()]
 
 

@@ -436,6 +436,8 @@ def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str
     """Why `encode_word_pieces` would refuse `words` for their length (as many pieces as it counts, special tokens
     and unknown pieces included), or None. A model's `parse_length_error`: the pipeline asks it for each sentence
     before batching, so that its error names the caller's item rather than a position in a batch."""
+    if len(words) > max_pieces:  # every word is a piece at least: no need to cut a huge sentence into pieces
+        return f"{len(words)} words; this model reads at most {max_pieces} word pieces"
     count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
     return too_many_pieces(count, max_pieces) if count > max_pieces else None
 
