@@ -14,8 +14,22 @@ $(STAMP): pyproject.toml packages/hf-structure-g2gtr-ewt/pyproject.toml packages
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
 	touch $(STAMP)
 
-.PHONY: setup demo test lint check bench
+# The same install at the low end of pyproject.toml's ranges (.ci/lowest-constraints.txt), for `make test-lowest`.
+LOWEST := .venv-lowest
+LOWEST_STAMP := $(LOWEST)/.installed
+
+$(LOWEST_STAMP): pyproject.toml .ci/lowest-constraints.txt packages/hf-structure-g2gtr-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt/pyproject.toml
+	python3 -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install -q --upgrade pip
+	$(LOWEST)/bin/python -m pip install -q -c .ci/lowest-constraints.txt -e '.[test,train,eval,spacy]'
+	$(LOWEST)/bin/python -m pip install -q --no-deps -e packages/hf-structure-g2gtr-ewt
+	$(LOWEST)/bin/python -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
+	touch $(LOWEST_STAMP)
+
+.PHONY: setup setup-lowest demo test test-lowest lint check bench
 setup: $(STAMP)
+
+setup-lowest: $(LOWEST_STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/hf-structure parse --draw "The old man sat on the bench." "Stocks fell sharply after the report was released."
@@ -29,6 +43,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not benchmark" tests
 	$(PY) -m pytest -q -p no:cacheprovider -m benchmark tests
+
+# The tests but the benchmarks' smoke runs, with the lowest versions.
+test-lowest: $(LOWEST_STAMP)
+	$(LOWEST)/bin/python -m pytest -q -p no:cacheprovider -m "not benchmark" tests
 
 # ruff's rules and format, and mypy (all configured in pyproject.toml).
 lint: $(STAMP)

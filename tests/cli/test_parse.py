@@ -770,7 +770,7 @@ def test_two_processes_under_torchrun_write_what_one_process_writes(model, tmp_p
         timeout=300,
     )
     assert one.returncode == 0, one.stderr[-3000:]
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29537"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"]
     two = subprocess.run(
         [*launcher, *arguments, "--output", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300
     )

@@ -100,7 +100,7 @@ def test_a_full_disk_leaves_only_complete_results_named_by_their_lines(model, tm
 def test_a_full_disk_under_torchrun_names_the_part_its_lines_and_the_output_not_written(model, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text(f"{LINE}\n" * 400, encoding="utf-8")
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29541"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"]
     with small_tmpfs(tmp_path / "small", "48k") as small:
         out = small / "out.jsonl"
         arguments = ["--pretokenized", "--batch-size", "8", "--input", str(source), "--output", str(out)]

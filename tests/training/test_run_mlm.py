@@ -289,8 +289,7 @@ def test_two_cpu_processes_with_torchrun(tmp_path, text_files, tiny_model):
         "torch.distributed.run",
         "--nproc_per_node",
         "2",
-        "--master_port",
-        "29533",
+        "--standalone",  # a free port: the suite may run beside another
         str(SCRIPT),
         *tiny_model,
         *COMMON,
