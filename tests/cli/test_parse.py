@@ -12,18 +12,11 @@ import pytest
 
 from hf_structure.cli import main
 from tests.helpers.paths import FIXTURES, ROOT
-from tests.helpers.tiny_models import save_tiny_model, save_tiny_r2d2
+from tests.helpers.tiny_models import save_tiny_r2d2
 
 TINY_CONLLU = FIXTURES / "tiny.conllu"
 LINES = ["the old man sat on the bench", "a dog ran", "the dog , old , ran"]
 SVG = "{http://www.w3.org/2000/svg}"
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("cli") / "tiny"
-    save_tiny_model(folder, max_position_embeddings=16)
-    return str(folder)
 
 
 @pytest.fixture(scope="module")

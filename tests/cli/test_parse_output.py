@@ -15,16 +15,8 @@ import pytest
 from hf_structure.cli import main
 from tests.helpers.filesystems import small_tmpfs
 from tests.helpers.paths import ROOT
-from tests.helpers.tiny_models import save_tiny_model
 
 LINE = "the old man sat on the bench"
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("parse-output") / "tiny"
-    save_tiny_model(folder, max_position_embeddings=16)
-    return str(folder)
 
 
 def command_env() -> dict:

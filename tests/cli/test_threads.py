@@ -6,12 +6,6 @@ import torch
 from hf_structure.cli import main
 from hf_structure.models.structformer import StructFormerForMaskedLM, StructFormerModel
 from tests.helpers.hand_treebank import write_hand_treebank
-from tests.helpers.tiny_models import save_tiny_model
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> str:
-    return str(save_tiny_model(tmp_path_factory.mktemp("cli-threads") / "tiny", max_position_embeddings=16))
 
 
 @pytest.fixture
