@@ -6,9 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 
 import pytest
-import tomllib
 
 from hf_structure import cli, extras
 from tests.helpers.paths import ROOT

@@ -2,9 +2,9 @@
 metadata and `hf-structure --version` agree), its error types at the top level, `py.typed` shipped."""
 
 import importlib.metadata
+import tomllib
 
 import pytest
-import tomllib
 
 import hf_structure
 from hf_structure import cli
