@@ -20,7 +20,7 @@ LOWEST_STAMP := $(LOWEST)/.installed
 
 $(LOWEST_STAMP): pyproject.toml .ci/lowest-constraints.txt packages/hf-structure-g2gtr-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt/pyproject.toml
 	python3 -m venv $(LOWEST)
-	$(LOWEST)/bin/python -m pip install -q --upgrade pip
+	$(LOWEST)/bin/python -m pip install -q -c .ci/lowest-constraints.txt --upgrade pip setuptools
 	$(LOWEST)/bin/python -m pip install -q -c .ci/lowest-constraints.txt -e '.[test,train,eval,spacy]'
 	$(LOWEST)/bin/python -m pip install -q --no-deps -e packages/hf-structure-g2gtr-ewt
 	$(LOWEST)/bin/python -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
