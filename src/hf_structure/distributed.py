@@ -77,6 +77,9 @@ def _renumbered(line: bytes, offset: int) -> bytes:
 
 
 def finish() -> None:
+    """Part once every process is here: a process that tears the group down while another still works (the first,
+    joining the parts) can leave that one waiting for ever in its own teardown."""
     import torch.distributed
 
+    torch.distributed.barrier()
     torch.distributed.destroy_process_group()
