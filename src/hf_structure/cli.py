@@ -336,8 +336,10 @@ class _OutputFile:
         """`first_unit`: the number of the first unit whose results go here; `joined`: for a part, the output it is
         joined into."""
         self.path, self.first_unit, self.joined = path, first_unit, joined
-        self.fd = _locked(path)
+        self.fd = _opened(path)
         self.regular = stat.S_ISREG(os.fstat(self.fd).st_mode)  # a file, not a device or a pipe such as /dev/full
+        if self.regular:  # a device or a pipe is shared by design (two commands may both write /dev/null)
+            _lock(self.fd, path)
         self.discard()
         self.complete, self.last_unit = 0, first_unit - 1
 
@@ -373,15 +375,18 @@ class _OutputFile:
         os.close(self.fd)
 
 
-def _locked(path: str) -> int:
-    """A descriptor of `path` open for writing (created if absent, its content kept) and locked against other
-    writers, or one line naming it."""
+def _opened(path: str) -> int:
+    """A descriptor of `path` open for writing (created if absent, its content kept), or one line naming it."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
+        return os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
     except OSError as error:
         raise _fail("parse", f"cannot write {path}: {error.strerror}") from None
+
+
+def _lock(fd: int, path: str) -> None:
+    """Lock the file of `fd` against other writers, or close it and end in one line naming `path`."""
     if os.name != "posix":  # flock is POSIX's; elsewhere a second writer is not detected
-        return fd
+        return
     import fcntl
 
     try:
@@ -391,7 +396,6 @@ def _locked(path: str) -> int:
         raise _fail(
             "parse", f"cannot write {path}: another process is writing it; wait for it to end or choose another file"
         ) from None
-    return fd
 
 
 class _Writer:

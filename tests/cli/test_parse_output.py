@@ -153,6 +153,23 @@ def test_dev_full_is_one_line_and_status_1(model, arguments):
     )
 
 
+def test_a_device_is_not_locked_so_two_commands_may_write_it_at_once(model):
+    """A device is shared by design: another command writing /dev/full or /dev/null (a test run beside this one) does
+    not make this one refuse it. The other writer is this test, holding the lock that a file would have."""
+    import fcntl
+
+    with open("/dev/full", "w") as held_full, open("/dev/null", "w") as held_null:
+        fcntl.flock(held_full, fcntl.LOCK_EX)
+        fcntl.flock(held_null, fcntl.LOCK_EX)
+        full = run(parse_command(model, LINE, "--output", "/dev/full"))
+        null = run(parse_command(model, LINE, "--output", "/dev/null"))
+    assert (full.returncode, full.stderr.strip()) == (
+        1,
+        "hf-structure parse: cannot write /dev/full: No space left on device",
+    )
+    assert (null.returncode, null.stderr) == (0, "")
+
+
 def test_models_listing_to_dev_full_is_one_line():
     with open("/dev/full", "w") as full:
         done = subprocess.run(
