@@ -240,8 +240,8 @@ def test_ctrl_c_ends_any_command_with_one_line_and_status_130(argv, monkeypatch,
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "train", interrupted)
-    monkeypatch.setattr(cli, "_evaluate", interrupted)
-    monkeypatch.setattr(cli, "_models", interrupted)
+    monkeypatch.setattr(cli.evaluate, "run", interrupted)
+    monkeypatch.setattr(cli.models, "run", interrupted)
     with pytest.raises(SystemExit) as ended:
         main(argv)
     assert ended.value.code == 130
@@ -413,7 +413,7 @@ class LineFeeder:
 
 
 def test_results_are_written_a_window_at_a_time_while_the_input_is_read(model, tmp_path, monkeypatch):
-    from hf_structure.cli import WINDOW_BATCHES
+    from hf_structure.cli.parse import WINDOW_BATCHES
 
     out = tmp_path / "out.jsonl"
     lines = [LINES[k % 3] for k in range(10)]

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from hf_structure import cli
-from hf_structure.cli_train_publish import train
+from hf_structure.cli.train_publish import train
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import CORPUS, save_tiny_model
 from tests.helpers.tiny_treebank import SENTENCES, conllu_text

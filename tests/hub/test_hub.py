@@ -33,6 +33,7 @@ CODE_FILES = (
     "modeling_structformer.py",
     "configuration_structformer.py",
     "unsupervised_parsing.py",
+    "batched_parsing.py",
     "word_tokenization.py",
 )
 UPLOADED = (

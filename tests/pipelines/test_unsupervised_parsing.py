@@ -170,7 +170,7 @@ def test_generator_is_lazy(parser):
 
 
 def content_positions(words):
-    from hf_structure.pipelines.unsupervised_parsing import is_punctuation
+    from hf_structure.pipelines.batched_parsing import is_punctuation
 
     return [i for i, word in enumerate(words) if not is_punctuation(word)]
 
@@ -330,7 +330,7 @@ def test_the_one_scan_check_rejects_exactly_what_the_word_loop_rejects():
     import sys
     import unicodedata
 
-    from hf_structure.pipelines.unsupervised_parsing import NOT_IN_A_WORD
+    from hf_structure.pipelines.batched_parsing import NOT_IN_A_WORD
 
     disagree = [
         hex(code)

@@ -11,7 +11,8 @@ import torch
 from ..data.conllu_format import read_conllu
 from ..data.gold import GoldSentence, content_heads
 from ..data.treebanks import EVALUATED_LABELS, read_treebank
-from ..pipelines.unsupervised_parsing import check_options, check_words, parse_length_error
+from ..pipelines.batched_parsing import Sentence, check_words, checked_sentence, parse_in_order, unparsable_sentence
+from ..pipelines.unsupervised_parsing import check_options
 from ..structs.trees import heads_are_tree
 from ..threads import SHARED_LOAD, parsing_threads
 from .baselines import baseline_parses
@@ -68,62 +69,42 @@ def parse_word_lists(
     on_batch: Callable[[int], None] | None = None,
     **options,
 ) -> list:
-    """`model.parse` over pre-split sentences, batched by length; results in input order. `options` go to `parse`
-    (e.g. `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`).
+    """`model.parse` over pre-split sentences, batched by length (`batched_parsing.parse_in_order`, the core the
+    pipeline and `hf-structure parse` share); results in input order. `options` go to `parse` (e.g.
+    `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`).
     `num_threads`: torch's CPU threads while parsing (default: `threads.default_num_threads` for the machine's load
-    now); the caller's count is restored after.
+    now); the caller's count is restored after. The words are the model's as they are: no punctuation policy applies
+    (gold words are scored words already).
 
     A sentence the model cannot parse (a word that is empty or holds whitespace, too long: the pipeline's checks,
-    or a ValueError from `parse`) raises a ValueError naming it by `names` (default `sentence <k>`, from 1); with
-    `skip_unparsable`, its result is `{"words": ..., "error": "<name>: <why>"}` instead and the others are parsed.
-    `on_batch(k)` is called after each batch of k sentences (a progress bar's `update`)."""
+    or a ValueError from `parse`) raises a SentenceError (a ValueError) naming it by `names` (default `sentence
+    <k>`, from 1); with `skip_unparsable`, its result is `{"words": ..., "error": "<name>: <why>"}` instead and the
+    others are parsed. `on_batch(k)` is called after each batch with the k sentences it completed (a progress
+    bar's `update`)."""
     check_options(model, options)
     names = names or [f"sentence {number}" for number in range(1, len(sentences) + 1)]
-    results: list[dict | None] = [None] * len(sentences)
-
-    def refuse(index: int, message: str) -> None:
-        if not skip_unparsable:
-            raise ValueError(message)
-        results[index] = {"words": list(sentences[index]), "error": message}
-
-    parsable = []
-    for index, words in enumerate(sentences):
-        try:
-            check_words(words, names[index])
-        except (TypeError, ValueError) as error:
-            refuse(index, str(error))
-            continue
-        if why := parse_length_error(model, tokenizer, list(words)):
-            refuse(index, f"{names[index]}: {why}")
-            continue
-        parsable.append(index)
-    order = sorted(parsable, key=lambda i: len(sentences[i]))
-
-    def parse_alone(index: int) -> dict | None:
-        try:
-            return model.parse([list(sentences[index])], tokenizer, **options)[0]
-        except ValueError as error:  # in a batch of one, the model's own index is always 0
-            refuse(index, f"{names[index]}: {str(error).removeprefix('sentence 0: ')}")
-            return None
-
+    on_error = "record" if skip_unparsable else "raise"
+    checked = [_checked_words(model, tokenizer, words, name, on_error) for words, name in zip(sentences, names)]
+    results: list[dict] = []
     was_training = model.training
     model.eval()
     try:
         with parsing_threads(num_threads, SHARED_LOAD):
-            for first in range(0, len(order), batch_size):
-                indices = order[first : first + batch_size]
-                try:
-                    parsed = model.parse([list(sentences[i]) for i in indices], tokenizer, **options)
-                except ValueError:  # the model names a position in the batch: find the sentence and name it
-                    parsed = [parse_alone(index) for index in indices]
-                for index, parse in zip(indices, parsed):
-                    if parse is not None:
-                        results[index] = parse
+            for done in parse_in_order(model, tokenizer, checked, options, batch_size, on_error):
+                results.extend(parse if s.error is None else {"words": s.words, "error": s.error} for s, parse in done)
                 if on_batch is not None:
-                    on_batch(len(indices))
+                    on_batch(len(done))
     finally:
         model.train(was_training)
     return results
+
+
+def _checked_words(model, tokenizer, words, name: str, on_error: str) -> Sentence:
+    """`words` checked for `model` as they are (see `parse_word_lists`), or their error recorded or raised."""
+    try:
+        return checked_sentence(model, tokenizer, check_words(words, name), name, reattach_punctuation=False)
+    except (TypeError, ValueError) as error:
+        return unparsable_sentence(words if isinstance(words, (list, tuple)) else [], name, error, on_error)
 
 
 def reported_options(model) -> dict[str, dict]:

@@ -27,31 +27,28 @@ The pipeline's file travels with a pushed model folder, so it imports only trans
 # The modular source of unsupervised_parsing.py, the standalone file that scripts/modular_converter.py generates
 # (hf_structure's definitions inlined): edit this file, then run the converter.
 
-import re
 import unicodedata
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator
 
 from transformers import Pipeline
 
 from ..structs.trees import spans_to_bracketed
 from ..threads import LoadMeasurement, check_num_threads, parsing_threads
+from .batched_parsing import (
+    Sentence,
+    SentenceError,
+    check_on_error,
+    check_words,
+    checked_sentence,
+    lone_surrogate_error,
+    parse_batch,
+    parse_in_order,
+    unparsable_sentence,
+)
 from .word_tokenization import WORD_CONVENTIONS, sentence_offsets, tokenize_with_offsets
 
 # The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
 STRUCTURES = {"constituency": ("spans",), "dependency": ("heads", "deprels")}
-# ASCII punctuation, dashes, the ellipsis, typographic quotes (‘ ’ ‚ ‛ “ ” „ ‟ « » ‹ ›), ¡ ¿ and fullwidth ！ ？.
-PUNCTUATION = re.compile(
-    r"^(?:[.,;:!?'\"`()\[\]{}\-\u2013\u2014\u2015\u2026$#"
-    r"\u2018-\u201f\u00ab\u00bb\u2039\u203a\u00a1\u00bf\uff01\uff1f]+|-[LR][RCS]B-)$"
-)
-
-
-def is_punctuation(token: str) -> bool:
-    return bool(PUNCTUATION.match(token))
-
-
-class SentenceError(ValueError):
-    """A sentence that cannot be parsed; the message says why (and which item of a batch)."""
 
 
 class UnsupportedOptionError(ValueError):
@@ -109,71 +106,6 @@ def check_options(model, options: dict) -> None:
             f"{model_description(model)} does not take {', '.join(refused.values())}; it takes {takes}",
             tuple(refused),
         )
-
-
-# A lone surrogate (U+D800-U+DFFF, Unicode category Cs) is no character of text, and the tokenizers fail on it with
-# an unrelated TypeError that loses the whole batch. Python makes one (U+DC80-U+DCFF) of each byte that is not UTF-8
-# where it decodes with "surrogateescape", as it does command-line arguments.
-LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def lone_surrogate_error(text: str) -> str | None:
-    """What is wrong with `text` where it holds a lone surrogate (which character, counted from 1), or None."""
-    match = LONE_SURROGATE.search(text)
-    if match is None:
-        return None
-    code = ord(match[0])
-    byte = f", which stands for the byte 0x{code - 0xDC00:02X} of input that is not UTF-8" if code >= 0xDC80 else ""
-    return f"character {match.start() + 1} is a lone surrogate (U+{code:04X}{byte}), not text"
-
-
-# Exactly the characters `check_words` rejects inside a word: `str.isspace` and Unicode categories Cc and Cs.
-NOT_IN_A_WORD = re.compile(r"[\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def check_words(words, item: str = "sentence") -> list[str]:
-    """`words` as a list of strings, or a SentenceError naming the item and the bad word (counted from 1, as CoNLL-U
-    IDs are)."""
-    if not isinstance(words, (list, tuple)):
-        raise TypeError(f"{item}: expected a list of words, got {type(words).__name__}")
-    if not words:
-        raise SentenceError(f"{item}: empty word list")
-    # One regular-expression scan of the joined words clears a good sentence; the word-by-word loop below only
-    # runs to name what is wrong (it was a tenth of a batched pipeline call).
-    if all(isinstance(word, str) and word for word in words) and not NOT_IN_A_WORD.search("".join(words)):
-        return list(words)
-    for number, word in enumerate(words, 1):
-        if not isinstance(word, str):
-            raise TypeError(f"{item}: word {number} is a {type(word).__name__}, not a string")
-        if not word or any(c.isspace() for c in word):
-            raise SentenceError(f"{item}: word {number} ({word!r}) is empty or contains whitespace")
-        if any(unicodedata.category(c) == "Cc" for c in word):
-            raise SentenceError(f"{item}: word {number} ({word!r}) contains a control character")
-        if surrogate := lone_surrogate_error(word):
-            raise SentenceError(f"{item}: word {number} ({word!r}): {surrogate}")
-    return list(words)
-
-
-def parse_length_error(model, tokenizer, words: list[str]) -> str | None:
-    """Why `model` cannot parse `words` for their length (longer than its `max_parse_words`, or what its own
-    `parse_length_error` finds too long, a limit in word pieces say), or None."""
-    limit = getattr(model, "max_parse_words", None)
-    if limit is not None and len(words) > limit:
-        return f"{len(words)} words; this model parses at most {limit}"
-    length_error = getattr(model, "parse_length_error", None)
-    if length_error is None:
-        return None
-    return length_error(words, tokenizer) or None
-
-
-ON_ERROR = ("raise", "record")
-
-
-def check_on_error(on_error: str) -> str:
-    """`on_error` as given, or a ValueError naming the values it takes."""
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    return on_error
 
 
 def model_word_convention(model) -> str:
@@ -288,8 +220,8 @@ class UnsupervisedParsingPipeline(Pipeline):
             preprocess["split_sentences"] = split_sentences
         if word_convention is not None:
             preprocess["word_convention"] = check_word_convention(word_convention)
-        if on_error is not None:
-            preprocess["on_error"] = check_on_error(on_error)
+        if on_error is not None:  # a sentence refused before parsing (preprocess) or by the model (forward)
+            preprocess["on_error"] = forward["on_error"] = check_on_error(on_error)
         # The model's own options (None: its default), and `structures` where its `parse` can skip the others' work.
         model_options = {"structures": structures, **parse_options}
         takes = getattr(self.model, "parse_options", {})
@@ -345,44 +277,48 @@ class UnsupervisedParsingPipeline(Pipeline):
             return outputs[0] if single else outputs
         return [[next(parses) for _ in group] for group in groups]
 
-    def parse_sentences(self, sentences: list["_Sentence"], kwargs: dict) -> list[dict]:
+    def parse_sentences(self, sentences: list[Sentence], kwargs: dict) -> list[dict]:
         """One result per checked sentence, in order."""
-        if not sentences:
-            return []
-        if (kwargs.get("batch_size") or self._batch_size or 1) == 1:
-            return super().__call__(sentences, **kwargs)
-        # Batches of similar lengths pad less; a parse does not depend on its batch-mates, so only the order changes.
-        order = sorted(range(len(sentences)), key=lambda index: len(sentences[index].seen))
-        outputs = [None] * len(sentences)
-        for position, output in zip(order, super().__call__([sentences[i] for i in order], **kwargs)):
-            outputs[position] = output
-        return outputs
+        return [result for done in self.results_in_order(sentences, kwargs) for _, result in done]
+
+    def results_in_order(
+        self, sentences: Iterable[Sentence], kwargs: dict, window: int | None = None
+    ) -> Iterator[list[tuple[Sentence, dict]]]:
+        """The result of each checked sentence (`sentences`, as `sentences` gives them), parsed in batches of similar
+        lengths by the batched-parsing core (`parse_in_order`: `window` sentences held at a time, None: all): after
+        each batch, the sentences whose results are complete, in input order, each with its result. `kwargs`: the
+        call's options, as `__call__` takes them."""
+        batch_size = kwargs.get("batch_size") or self._batch_size or 1
+        # As `Pipeline.__call__` fuses them: this call's parameters over those given at construction.
+        call = {key: value for key, value in kwargs.items() if key not in ("batch_size", "num_workers")}
+        _, forward, postprocess = self._sanitize_parameters(**call)
+        forward = {**self._forward_params, **forward}
+        postprocess = {**self._postprocess_params, **postprocess}
+        on_error, num_threads = forward.pop("on_error", "raise"), forward.pop("num_threads", None)
+        with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads, self.load):
+            for done in parse_in_order(self.model, self.tokenizer, sentences, forward, batch_size, on_error, window):
+                yield [(sentence, self.sentence_result(parse, sentence, **postprocess)) for sentence, parse in done]
 
     def sentences(
         self, item, is_split_into_words=False, name=None, split_sentences=True, on_error="raise", word_convention=None
-    ) -> list["_Sentence"]:
+    ) -> list[Sentence]:
         """The sentences of one input (a word list: one; a text: those of `split_text`, none for an empty text), each
-        with the indices of the words the model sees (its punctuation policy applied). A sentence the model cannot
-        parse is a SentenceError (a ValueError) or TypeError naming the input (`name`; None: "the text" or "the
-        sentence" of a single input) and, within a text, the sentence; with `on_error="record"` it is kept with the
-        message as its `error` instead, and the others are parsed."""
-
-        def unparsable(words, error, offsets=None, text=None) -> "_Sentence":
-            if on_error != "record":
-                raise error
-            return _Sentence(list(words), [], offsets, text, str(error))
-
+        with the indices of the words the model sees (its punctuation policy applied: `checked_sentence`). A sentence
+        the model cannot parse is a SentenceError (a ValueError) or TypeError naming the input (`name`; None: "the
+        text" or "the sentence" of a single input) and, within a text, the sentence; with `on_error="record"` it is
+        kept with the message as its `error` instead, and the others are parsed."""
         if is_split_into_words or isinstance(item, (list, tuple)):
             name = name or "the sentence"
             try:
-                return [self.checked_sentence(check_words(item, name), name)]
+                return [checked_sentence(self.model, self.tokenizer, check_words(item, name), name)]
             except (SentenceError, TypeError) as error:
-                return [unparsable(item if isinstance(item, (list, tuple)) else [], error)]
+                return [unparsable_sentence(item if isinstance(item, (list, tuple)) else [], name, error, on_error)]
         try:
             convention = word_convention or model_word_convention(self.model)
             sentences = split_text(item, name or "the text", split_sentences, convention)
         except (SentenceError, TypeError) as error:
-            return [unparsable(item.split() if isinstance(item, str) else [], error)]
+            words = item.split() if isinstance(item, str) else []
+            return [unparsable_sentence(words, name or "the text", error, on_error)]
         if split_sentences:  # a sentence is named by its place in the text's results, counted from 1
             names = [
                 f"{name}, sentence {number}" if name else f"sentence {number}"
@@ -393,31 +329,14 @@ class UnsupervisedParsingPipeline(Pipeline):
         checked = []
         for sentence_name, (words, offsets, text) in zip(names, sentences):
             try:
-                checked.append(self.checked_sentence(words, sentence_name, offsets, text))
+                checked.append(checked_sentence(self.model, self.tokenizer, words, sentence_name, offsets, text))
             except SentenceError as error:
-                checked.append(unparsable(words, error, offsets, text))
+                checked.append(unparsable_sentence(words, sentence_name, error, on_error, offsets, text))
         return checked
 
-    def checked_sentence(self, words, name, offsets=None, text=None) -> "_Sentence":
-        """`words` with the indices of those the model sees (none for punctuation alone, which a model trained
-        without punctuation never sees: see `sentence_result`), or a SentenceError naming the sentence (`name`) when
-        the model cannot parse it (longer than `max_parse_words`, or what the model's `parse_length_error` finds too
-        long)."""
-        if getattr(self.model.config, "punctuation_policy", "keep") == "reattach":
-            seen = [i for i, word in enumerate(words) if not is_punctuation(word)]
-            if not seen:
-                return _Sentence(words, seen, offsets, text)
-        else:
-            seen = list(range(len(words)))
-        if message := parse_length_error(self.model, self.tokenizer, [words[i] for i in seen]):
-            raise SentenceError(f"{name}: {message}")
-        return _Sentence(words, seen, offsets, text)
-
     def preprocess(self, item, is_split_into_words=False, split_sentences=True, on_error="raise", word_convention=None):
-        # A model input is a group of sentences, parsed in one batch: one sentence checked by `__call__`, or the
-        # sentences of an item of a Dataset or generator (a list of results for a text, one result for a word list).
-        if isinstance(item, _Sentence):
-            return {"group": {"sentences": [item._asdict()], "as_list": False}}
+        # A model input is the group of sentences of an item of a Dataset or generator (a list of results for a
+        # text, one result for a word list), parsed in one batch; lists are parsed by `parse_sentences` instead.
         sentences = self.sentences(
             item,
             is_split_into_words,
@@ -434,60 +353,62 @@ class UnsupervisedParsingPipeline(Pipeline):
         with self.device_placement(), self.get_inference_context()(), parsing_threads(num_threads, self.load):
             return self._forward(model_inputs, **forward_params)
 
-    def _forward(self, model_inputs, **parse_options):
+    def _forward(self, model_inputs, on_error="raise", **parse_options):
         groups = model_inputs["group"]
         batched = isinstance(groups, list)
         groups = groups if batched else [groups]
-        sentences = [sentence for group in groups for sentence in group["sentences"]]
-        # A sentence the model sees no word of (punctuation alone), or one recorded as unparsable, has no parse.
-        parsable = [[s["words"][i] for i in s["seen"]] for s in sentences if s["seen"] and s["error"] is None]
-        parses = iter(self.model.parse(parsable, self.tokenizer, **parse_options) if parsable else [])
-        parses = [
-            [next(parses) if s["seen"] and s["error"] is None else None for s in group["sentences"]] for group in groups
-        ]
+        sentences = [Sentence(**sentence) for group in groups for sentence in group["sentences"]]
+        parsed = iter(parse_batch(self.model, self.tokenizer, sentences, parse_options, on_error))
+        parses, checked = [], []  # a sentence the model refused comes back with its error (`on_error="record"`)
+        for group in groups:
+            pairs = [next(parsed) for _ in group["sentences"]]
+            parses.append([parse for _, parse in pairs])
+            checked.append({**group, "sentences": [sentence._asdict() for sentence, _ in pairs]})
         if not batched:
-            return {"parses": parses[0], "group": groups[0]}
-        return {"parses": parses, "group": groups}
+            return {"parses": parses[0], "group": checked[0]}
+        return {"parses": parses, "group": checked}
 
     def postprocess(self, model_outputs, keep_punctuation=True, return_scores=False, structures=None):
         group = model_outputs["group"]
         results = [
-            self.sentence_result(parse, sentence, keep_punctuation, return_scores, structures)
+            self.sentence_result(parse, Sentence(**sentence), keep_punctuation, return_scores, structures)
             for parse, sentence in zip(model_outputs["parses"], group["sentences"])
         ]
         return results if group["as_list"] else results[0]
 
-    def sentence_result(self, parse, sentence, keep_punctuation=True, return_scores=False, structures=None) -> dict:
+    def sentence_result(
+        self, parse, sentence: Sentence, keep_punctuation=True, return_scores=False, structures=None
+    ) -> dict:
         """One sentence's result: the model's parse over the words it saw, mapped back onto the sentence's words. An
         unparsable sentence recorded with `on_error="record"` gives its words and `error`. Punctuation alone, which
         a model trained without it never sees, is parsed as punctuation is re-attached: the first mark heads the
         others and the sentence is its one constituent."""
-        if sentence["error"] is not None:
-            result = {"words": sentence["words"], "error": sentence["error"]}
-            if sentence["offsets"] is not None:
-                result.update(offsets=sentence["offsets"], text=sentence["text"])
+        if sentence.error is not None:
+            result = {"words": sentence.words, "error": sentence.error}
+            if sentence.offsets is not None:
+                result.update(offsets=sentence.offsets, text=sentence.text)
             return result
         if parse is None:  # punctuation alone
             if not keep_punctuation:
-                return {"words": [], **({"offsets": [], "text": sentence["text"]} if sentence["offsets"] else {})}
-            count = len(sentence["words"])
+                return {"words": [], **({"offsets": [], "text": sentence.text} if sentence.offsets else {})}
+            count = len(sentence.words)
             others = count - 1
             parse = {"spans": [[0, count]], "heads": [0] + [1] * others, "deprels": ["root"] + ["punct"] * others}
             parse = {key: value for key, value in parse.items() if key in getattr(self.model, "parse_outputs", ())}
-            sentence = {**sentence, "seen": list(range(count))}
+            sentence = sentence._replace(seen=list(range(count)))
         if structures is not None:  # each one the model gives (`check_options`)
             dropped = {key for name, keys in STRUCTURES.items() if name not in structures for key in keys}
             parse = {key: value for key, value in parse.items() if key not in dropped}
         if keep_punctuation:
-            kept = range(len(sentence["words"]))
-            position = sentence["seen"]  # position[k]: index in words of the k-th seen
+            kept = range(len(sentence.words))
+            position = sentence.seen  # position[k]: index in words of the k-th seen
         else:
-            kept, position = sentence["seen"], list(range(len(sentence["seen"])))
-        words = [sentence["words"][i] for i in kept]
+            kept, position = sentence.seen, list(range(len(sentence.seen)))
+        words = [sentence.words[i] for i in kept]
         result = {"words": words}
-        if sentence["offsets"] is not None:
-            result["offsets"] = [sentence["offsets"][i] for i in kept]
-            result["text"] = sentence["text"]
+        if sentence.offsets is not None:
+            result["offsets"] = [sentence.offsets[i] for i in kept]
+            result["text"] = sentence.text
         if "spans" in parse:
             # A constituent over seen words s..e-1 covers every word between its first and last; the root all.
             spans = {(position[s], position[e - 1] + 1) for s, e in parse["spans"] if e - s > 1}
@@ -509,14 +430,3 @@ class UnsupervisedParsingPipeline(Pipeline):
         if return_scores and "scores" in parse:
             result["scores"] = parse["scores"]
         return result
-
-
-class _Sentence(NamedTuple):
-    """A checked sentence: its words, the indices of those the model sees, and for raw text the words' `[start, end]`
-    offsets in the input string and the sentence's own text."""
-
-    words: list[str]
-    seen: list[int]
-    offsets: list[list[int]] | None = None
-    text: str | None = None
-    error: str | None = None  # why the model cannot parse it (`on_error="record"`)

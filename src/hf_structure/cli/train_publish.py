@@ -6,7 +6,6 @@
 `train` extra; without it the command ends with one line saying what to install.
 """
 
-import argparse
 import importlib
 
 # command -> (training entry module, model type of a new model when the arguments name none)
@@ -24,15 +23,15 @@ TRAINING_HELP = {
 
 def train(command: str, arguments: list[str]):
     """Run the training entry of `command` on `arguments`; returns its Trainer."""
-    from .extras import MissingExtraError
+    from ..extras import MissingExtraError
 
     module, default_model_type = TRAINING_COMMANDS[command]
     try:
         entry = importlib.import_module(module)
     except MissingExtraError as error:
         raise SystemExit(f"hf-structure {command}: {error}") from None
-    from .training.arguments import ConfigOverrideError, TrainingDataError
-    from .training.trainer import OutputFolderError
+    from ..training.arguments import ConfigOverrideError, TrainingDataError
+    from ..training.trainer import OutputFolderError
 
     try:
         return entry.main(arguments, default_model_type, prog=f"hf-structure {command}")
@@ -41,7 +40,7 @@ def train(command: str, arguments: list[str]):
 
 
 def _export(args) -> None:
-    from .hub import export_model_folder
+    from ..hub import export_model_folder
 
     try:
         folder = export_model_folder(args.model, args.output, repo_id=args.repo_id)
@@ -52,8 +51,8 @@ def _export(args) -> None:
 
 
 def _push(args) -> None:
-    from .hub import push_model
-    from .hub.export import ExportWriteError, HubUploadError
+    from ..hub import push_model
+    from ..hub.export import ExportWriteError, HubUploadError
 
     try:
         result = push_model(args.model, args.repo_id, private=args.private, dry_run_dir=args.dry_run, token=args.token)
@@ -66,9 +65,6 @@ def _push(args) -> None:
         print(f"dry run: wrote the folder for {args.repo_id} to {result}; nothing was uploaded")
     else:
         print(f"uploaded to https://huggingface.co/{args.repo_id} ({getattr(result, 'oid', result)})")
-
-
-PUBLISH_COMMANDS = {"export": _export, "push": _push}
 
 
 def add_train_publish_commands(commands) -> None:
@@ -101,8 +97,5 @@ def add_train_publish_commands(commands) -> None:
     push.add_argument("--private", action="store_true", help="create the repository as private")
     push.add_argument("--dry-run", metavar="OUTDIR", help="write the folder that would be uploaded; upload nothing")
     push.add_argument("--token", help="Hub token (default: the HF_TOKEN variable or the saved login)")
-
-
-def run_publish_command(args: argparse.Namespace) -> None:
-    """Run `export` or `push` as parsed."""
-    PUBLISH_COMMANDS[args.command](args)
+    export.set_defaults(run=_export)
+    push.set_defaults(run=_push)

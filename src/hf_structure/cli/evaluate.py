@@ -1,0 +1,207 @@
+"""`hf-structure evaluate`: a model or a baseline scored on a gold treebank, one JSON line; with `--record`, the
+scores written into the model's folder for its card."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..bundled import DEFAULT_MODEL
+from ..evaluation.baselines import BASELINES
+from ..extras import MissingExtraError
+from .common import (
+    THREADS_HELP,
+    check_device,
+    count_argument,
+    count_or_zero_argument,
+    fail,
+    load_or_fail,
+    progress_bar,
+    resolved_model_path,
+)
+
+
+def add_command(commands) -> None:
+    evaluate = commands.add_parser("evaluate", help="score a model or a baseline on a gold treebank (one JSON line)")
+    evaluate.add_argument(
+        "--treebank", required=True, help="folder with mrg/ and optionally dp/, or a .conllu file (dependencies only)"
+    )
+    source = evaluate.add_mutually_exclusive_group()
+    source.add_argument("--baseline", choices=BASELINES)
+    source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")
+    evaluate.add_argument(
+        "--lm-text",
+        help="text file (or ptb-test / ptb-valid) for the model's perplexity "
+        "(masked-LM or pseudo-perplexity, by model)",
+    )
+    evaluate.add_argument(
+        "--paper-mask-seeds",
+        type=count_or_zero_argument,
+        default=5,
+        metavar="K",
+        help="with --lm-text, a masked LM is also scored under its paper's protocol, as the "
+        "mean and spread over K mask seeds (mlm_ppl_paper, mlm_ppl_paper_sd; default 5, "
+        "0: skip it, a pass each)",
+    )
+    evaluate.add_argument(
+        "--record",
+        action="store_true",
+        help="also write the scores (and the baselines') into the model folder's "
+        "hf_structure_eval.json, for its model card (other keys there are kept)",
+    )
+    evaluate.add_argument("--dataset-name", help="display name of the treebank in the record")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument(
+        "--batch-size",
+        type=count_argument,
+        default=64,
+        metavar="N",
+        help="sentences the model parses at once (default 64)",
+    )
+    evaluate.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: cpu)")
+    evaluate.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="a progress bar of the sentences parsed, on standard error (default: where it is a terminal)",
+    )
+    evaluate.add_argument("--threads", type=count_argument, metavar="N", help=THREADS_HELP)
+    evaluate.set_defaults(run=run)
+
+
+def run(args) -> None:
+    """Print the scores as one JSON line; with `--record`, then write them into the model's folder (so that a
+    record that cannot be written loses no score)."""
+    if not args.baseline and not args.model:
+        args.model = DEFAULT_MODEL
+    try:
+        _evaluate(args)
+    except MissingExtraError as error:  # --lm-text ptb-test without the eval extra (treebank)
+        raise fail("evaluate", str(error)) from None
+
+
+def _check_record_folder(model_path: str) -> None:
+    """`--record` writes into the model's folder: refuse, before any work, a model that is not a local folder or a
+    folder (or record) this user cannot write."""
+    from ..hub.records import EVAL_RECORD
+
+    folder = Path(model_path)
+    record = folder / EVAL_RECORD
+    if not folder.is_dir():
+        raise fail("evaluate", f"--record writes into the model's folder; {model_path} is not a local folder")
+    if not os.access(folder, os.W_OK) or (record.exists() and not os.access(record, os.W_OK)):
+        raise fail(
+            "evaluate",
+            f"--record: cannot write {record}: permission denied (evaluate without --record, "
+            "or on a copy of the folder)",
+        )
+
+
+def _evaluate(args) -> None:
+    from ..data.conllu_format import read_conllu
+    from ..data.gold import NoSentenceToScoreError, TreebankFormatError
+    from ..data.treebanks import read_treebank
+    from ..evaluation.scoring import evaluate_baseline, evaluate_model, parse_passes
+
+    no_sentence = None  # to score without punctuation; a parser that attaches punctuation may still score some
+    try:
+        gold = read_treebank(args.treebank)
+    except NoSentenceToScoreError as error:
+        gold, no_sentence = [], error
+    except (FileNotFoundError, TreebankFormatError) as error:
+        raise fail("evaluate", str(error)) from None
+    if no_sentence and (args.baseline or Path(args.treebank).suffix != ".conllu"):
+        raise fail("evaluate", str(no_sentence))
+    if args.baseline:
+        print(json.dumps(evaluate_baseline(args.treebank, args.baseline, args.seed)))
+        return
+    from ..bundled import load_model_and_tokenizer
+    from ..registry import model_spec
+
+    model_path = resolved_model_path("evaluate", args.model)
+    if args.record:
+        _check_record_folder(model_path)
+    device = check_device("evaluate", args.device) if args.device else None
+    model, tokenizer = load_or_fail("evaluate", load_model_and_tokenizer, model_path)
+    if device is not None:
+        model.to(device)  # each model's `parse` moves its inputs to the model's device
+    perplexity = model_spec(model.config.model_type).perplexity
+    if args.lm_text and perplexity is None:  # refused before the treebank is parsed
+        raise fail("evaluate", f"--lm-text: {args.model} is not a language model")
+    if args.lm_text:  # a text that cannot be read is refused before the treebank is parsed too
+        from ..evaluation.perplexity import lm_text_lines
+
+        try:
+            lm_text_lines(args.lm_text)
+        except UnicodeDecodeError as error:
+            raise fail("evaluate", f"--lm-text: {args.lm_text}: not UTF-8 (byte {error.start})") from None
+        except (FileNotFoundError, ValueError) as error:
+            raise fail("evaluate", f"--lm-text: {error}") from None
+    conllu = Path(args.treebank).suffix == ".conllu"
+    all_words = conllu and getattr(model.config, "punctuation_policy", "keep") == "keep"
+    # Scored without punctuation, a CoNLL-U sentence of punctuation alone has no word left (`read_treebank`).
+    punctuation_alone = len(read_conllu(args.treebank)) - len(gold) if conllu else 0
+    if no_sentence and not (all_words and punctuation_alone):
+        raise fail("evaluate", str(no_sentence))
+    sentences = len(gold) + (punctuation_alone if all_words else 0)
+    try:
+        with progress_bar(args, sentences * parse_passes(model), "sentence", "evaluate") as progress:
+            if all_words:
+                from ..evaluation.scoring import evaluate_on_conllu
+
+                scores = evaluate_on_conllu(
+                    model, tokenizer, args.treebank, args.batch_size, args.threads, progress.update
+                )
+            else:
+                scores = evaluate_model(model, tokenizer, gold, args.batch_size, args.threads, progress.update)
+    except ValueError as error:  # no sentence the model can parse
+        raise fail("evaluate", f"{args.treebank}: {error}") from None
+    if punctuation_alone and not all_words:
+        print(
+            f"hf-structure evaluate: {punctuation_alone} sentences of punctuation alone are not scored (scoring "
+            "without punctuation leaves them no word)",
+            file=sys.stderr,
+        )
+    scores = {"parser": args.model, **scores}
+    # Sentences the model cannot parse (too long, a word with a space) are left out of the scores, as `parse` keeps
+    # going past them: each is named here, and the JSON counts them.
+    skipped = scores.pop("skipped", [])
+    for message in skipped:
+        print(f"hf-structure evaluate: not scored: {message}", file=sys.stderr)
+    if skipped:
+        scores["skipped"] = len(skipped)
+    perplexities = {}
+    if args.lm_text:
+        from ..evaluation.perplexity import language_model_perplexity
+
+        try:
+            perplexities = language_model_perplexity(model, tokenizer, args.lm_text, args.seed, args.paper_mask_seeds)
+        except ValueError as error:  # a text with no word the model can score
+            raise fail("evaluate", f"--lm-text: {error}") from None
+        scores.update(perplexities)
+    print(json.dumps(scores), flush=True)
+    if args.record:
+        from ..hub.records import EVAL_RECORD, read_record, treebank_record_fields, write_eval_record
+
+        try:
+            record = read_record(model_path, EVAL_RECORD)  # other keys of an existing record are kept
+            record.update({key: value for key, value in scores.items() if key != "parser"})
+            for key in ("dataset_id", "dataset_split"):  # an earlier evaluation's, if any
+                record.pop(key, None)
+            record.update(treebank_record_fields(args.treebank))  # this evaluation's treebank, by name
+            if args.dataset_name:
+                record["dataset"] = args.dataset_name
+            if args.lm_text == "ptb-test":
+                for key in perplexities:
+                    record[f"{key}_test"] = record.pop(key)
+            record["baselines"] = {name: evaluate_baseline(args.treebank, name, args.seed) for name in BASELINES}
+            for baseline in record["baselines"].values():
+                baseline.pop("parser")
+            write_eval_record(model_path, record)
+        except OSError as error:
+            raise fail(
+                "evaluate",
+                f"--record: cannot write {Path(model_path) / EVAL_RECORD}: {error.strerror} (the scores are above)",
+            ) from None

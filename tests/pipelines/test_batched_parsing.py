@@ -1,0 +1,169 @@
+"""The batched-parsing core that the pipeline, `hf-structure parse` and `hf-structure evaluate` share
+(`pipelines/batched_parsing.py`): a model's refusal of one sentence (a `ValueError` of its `parse`, as the parsing
+contract says) is that sentence's error alone, by all three ways in; results keep the input's order whatever the
+batches; the file travels with the pipeline's, so it imports only the standard library.
+
+The refusing model is the contract's tiny test parser with one rule more: it refuses every sentence holding the word
+REFUSED, naming the sentence's place in its batch as the bundled models do."""
+
+import ast
+import json
+
+import pytest
+import torch
+from transformers import pipeline
+
+from hf_structure import ModelSpec, SentenceError, register_model
+from hf_structure.bundled import load_model_and_tokenizer
+from hf_structure.cli import main
+from hf_structure.data.tokenization import build_word_tokenizer
+from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
+from hf_structure.pipelines.batched_parsing import Sentence, parse_in_order
+from tests.helpers.paths import FIXTURES, ROOT
+from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
+
+REFUSED = "xyzzy"
+GOOD = [["the", "dog", "ran"], ["a", "man", "sat", "on", "the", "bench"], ["the", "man", "ran"]]
+WITH_REFUSED = ["the", REFUSED, "sat"]
+
+
+class RefusingParserConfig(TinyParserConfig):
+    model_type = "refusing-test-parser"
+
+    def __init__(self, vocab_size=16, hidden_size=8, **kwargs):  # transformers reads a config's own signature
+        super().__init__(vocab_size, hidden_size, **kwargs)
+
+
+class RefusingParserModel(TinyParserModel):
+    config_class = RefusingParserConfig
+
+    @torch.no_grad()
+    def parse(self, sentences, tokenizer):
+        for index, words in enumerate(sentences):
+            if REFUSED in words:
+                raise ValueError(f"sentence {index}: {REFUSED!r} is a word this model does not parse")
+        return super().parse(sentences, tokenizer)
+
+
+@pytest.fixture(scope="module")
+def refusing(tmp_path_factory):
+    """A saved folder of the refusing parser, registered as a model type of its own."""
+    register_model(
+        ModelSpec(
+            config_class=RefusingParserConfig,
+            auto_classes={"AutoModel": RefusingParserModel},
+            parsing_class="AutoModel",
+            card_template=FIXTURES / "tiny_card.md",
+            card_metrics=(),
+        )
+    )
+    folder = tmp_path_factory.mktemp("refusing")
+    tokenizer = build_word_tokenizer([" ".join(words) for words in [*GOOD, WITH_REFUSED]])
+    torch.manual_seed(0)
+    config = RefusingParserConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
+    RefusingParserModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def parser(refusing):
+    return pipeline("unsupervised-parsing", model=str(refusing))
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 64])
+def test_the_pipeline_records_a_refused_sentence_and_parses_the_others_as_alone(parser, batch_size):
+    batch = [GOOD[0], WITH_REFUSED, GOOD[1], GOOD[2]]
+    results = parser(batch, batch_size=batch_size, on_error="record")
+    assert results[1] == {
+        "words": WITH_REFUSED,
+        "error": f"sentence 2: {REFUSED!r} is a word this model does not parse",
+    }
+    assert [results[0], results[2], results[3]] == [parser(words, is_split_into_words=True) for words in GOOD]
+    with pytest.raises(SentenceError, match=f"^sentence 2: {REFUSED!r} is a word this model does not parse$"):
+        parser(batch, batch_size=batch_size)
+
+
+def test_the_pipeline_records_a_refused_sentence_of_a_text_and_of_a_stream(parser):
+    texts = ["the dog ran. the xyzzy sat.", "a man sat on the bench."]
+    first, second = parser(texts, on_error="record")
+    assert first[1]["error"] == f"item 1, sentence 2: {REFUSED!r} is a word this model does not parse"
+    assert first[0] == parser("the dog ran.")[0]
+    assert "error" not in second[0]
+    streamed = list(parser((words for words in [GOOD[0], WITH_REFUSED]), is_split_into_words=True, on_error="record"))
+    assert streamed[0] == parser(GOOD[0], is_split_into_words=True)
+    assert streamed[1]["error"] == f"the sentence: {REFUSED!r} is a word this model does not parse"
+
+
+def test_the_cli_writes_the_refused_line_as_its_error_and_the_others_parsed(refusing, tmp_path, capsys):
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_text("the dog ran\nthe xyzzy sat\na man sat on the bench\n", encoding="utf-8")
+    main(["parse", "--model", str(refusing), "--pretokenized", "--input", str(source), "--output", str(out)])
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[1] == {"words": WITH_REFUSED, "error": f"line 2: {REFUSED!r} is a word this model does not parse"}
+    model, tokenizer = load_model_and_tokenizer(str(refusing))
+    assert [lines[0]["heads"], lines[2]["heads"]] == [p["heads"] for p in parse_word_lists(model, tokenizer, GOOD[:2])]
+    assert capsys.readouterr().err.strip() == "hf-structure parse: 1 of 3 lines could not be parsed (see their `error`)"
+
+
+def test_evaluate_leaves_a_refused_sentence_out_and_names_it(refusing, tmp_path):
+    def conllu(sentences) -> str:
+        rows = []
+        for number, words in enumerate(sentences, 1):
+            rows.append(f"# sent_id = s{number}")
+            rows += [
+                f"{i}\t{w}\t_\tNOUN\t_\t_\t{i - 1}\t{'root' if i == 1 else 'dep'}\t_\t_" for i, w in enumerate(words, 1)
+            ]
+            rows.append("")
+        return "\n".join(rows) + "\n"
+
+    model, tokenizer = load_model_and_tokenizer(str(refusing))
+    odd, clean = tmp_path / "odd.conllu", tmp_path / "clean.conllu"
+    odd.write_text(conllu([GOOD[0], WITH_REFUSED, GOOD[1]]), encoding="utf-8")
+    clean.write_text(conllu(GOOD[:2]), encoding="utf-8")
+    scores = evaluate_on_conllu(model, tokenizer, odd)
+    assert scores.pop("skipped") == [f"sentence 2 ({odd}:6): {REFUSED!r} is a word this model does not parse"]
+    expected = evaluate_on_conllu(model, tokenizer, clean)
+    scores.pop("sentences_per_second"), expected.pop("sentences_per_second")
+    assert scores == expected
+
+
+def test_results_come_in_input_order_as_soon_as_they_are_complete():
+    """Sentences are parsed shortest first within a window, and each batch gives back the longest run of complete
+    results from where the last one stopped: a model that records the batches it was given shows both."""
+
+    class Recorder:
+        batches: list[list[list[str]]] = []
+
+        def parse(self, sentences, tokenizer):
+            self.batches.append(sentences)
+            return [{"words": words} for words in sentences]
+
+    lengths = [3, 1, 4, 1, 5, 2]
+    sentences = [Sentence([f"w{k}"] * n, list(range(n)), f"s{k}") for k, n in enumerate(lengths)]
+    sentences.insert(2, Sentence(["."], [], "punctuation alone"))  # nothing to parse: complete from the start
+    model = Recorder()
+    yielded = list(parse_in_order(model, None, iter(sentences), {}, batch_size=2, window=4))
+    # Windows of four: s0 s1 (punctuation) s2, then s3 s4 s5; within each, the shortest first.
+    assert [[len(words) for words in batch] for batch in model.batches] == [[1, 3], [4], [1, 2], [5]]
+    assert [[sentence.name for sentence, _ in done] for done in yielded] == [
+        ["s0", "s1", "punctuation alone"],
+        ["s2"],
+        ["s3"],  # s5 is parsed too, but s4 before it is not
+        ["s4", "s5"],
+    ]
+    assert [parse for done in yielded for _, parse in done] == [
+        None if not s.seen else {"words": s.words} for s in sentences
+    ]
+
+
+def test_the_core_imports_only_the_standard_library():
+    """It travels with the pipeline's file in a saved model folder, where hf_structure is not installed."""
+    tree = ast.parse((ROOT / "src" / "hf_structure" / "pipelines" / "batched_parsing.py").read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." * node.level + (node.module or ""))
+    assert imported == {"re", "unicodedata", "collections.abc", "typing"}
