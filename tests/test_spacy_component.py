@@ -1,88 +1,190 @@
 """The spaCy component: found through its entry point, it parses spaCy's tokens with an hf_structure model and sets
-heads, labels, sentences and constituents that spaCy's own tools (doc.sents, displaCy, the scorer) read."""
+what the model gives (heads and labels, constituents, or both) where spaCy's own tools read it (doc.sents, displaCy,
+the scorer, span groups); a pipeline saved with `nlp.to_disk` parses the same after `spacy.load`. On a tiny model of
+each kind: StructFormer (heads and constituents), R2D2 (constituents only), G2GTr and arc-hybrid (labelled heads)."""
+
+import shutil
 
 import pytest
 
 spacy = pytest.importorskip("spacy", reason="the spaCy component needs the spacy extra")
 
+import srsly  # noqa: E402  (spaCy's)
+import torch  # noqa: E402
 from transformers import pipeline  # noqa: E402
 
 from tests.helpers.tiny_models import save_tiny_model, save_tiny_r2d2  # noqa: E402
 
 TEXT = "The old man sat on the bench.  A dog ran and tired. The man sat"
+TEXTS = [TEXT, "A dog ran. The man sat", "the old man sat on the bench", "?", ""]
+# What each kind of model's parses hold besides `words`.
+GIVES = {
+    "structformer": {"heads", "spans"},
+    "r2d2": {"spans"},
+    "g2gtr": {"heads", "deprels"},
+    "arc_hybrid": {"heads", "deprels"},
+}
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return str(save_tiny_model(tmp_path_factory.mktemp("tiny") / "model"))
+def tiny_folder(tmp_path_factory, bert_folder):
+    """kind -> the folder of a tiny random model of that kind, saved when first asked for."""
+    from tests.pipelines.test_odd_words_and_long_items import tiny_supervised
+
+    folders = {}
+
+    def folder(kind: str) -> str:
+        if kind not in folders:
+            path = tmp_path_factory.mktemp(kind) / "model"
+            if kind == "structformer":
+                save_tiny_model(path)
+            elif kind == "r2d2":
+                save_tiny_r2d2(path)
+            else:
+                model, tokenizer = tiny_supervised(kind, bert_folder)
+                model.save_pretrained(path)
+                tokenizer.save_pretrained(path)
+            folders[kind] = str(path)
+        return folders[kind]
+
+    return folder
 
 
-def test_the_component_sets_what_the_pipeline_parses(tiny):
+def parsed(doc):
+    """What the component set on `doc`: each token's head, label and sentence start, and the constituents (None
+    where it set no span group)."""
+    tokens = [(token.head.i, token.dep_, token.is_sent_start) for token in doc]
+    if "constituents" not in doc.spans:
+        return tokens, None
+    return tokens, [(span.start, span.end, span.label_) for span in doc.spans["constituents"]]
+
+
+@pytest.mark.parametrize("kind", GIVES)
+def test_each_kind_of_model_sets_what_its_parses_give(kind, tiny_folder):
     nlp = spacy.blank("en")  # nothing downloaded; the factory comes from hf_structure's entry point
-    nlp.add_pipe("hf_structure", config={"model": tiny})
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder(kind)})
     doc = nlp(TEXT)
     assert [sentence.text.strip() for sentence in doc.sents] == [
         "The old man sat on the bench.",
         "A dog ran and tired.",
         "The man sat",
     ]
-    parser = pipeline("unsupervised-parsing", model=tiny)
+    parser = pipeline("unsupervised-parsing", model=tiny_folder(kind))
     for sentence in doc.sents:
         words = [token for token in sentence if not token.is_space]
         expected = parser([token.text for token in words], is_split_into_words=True)
-        assert [token.head.i - sentence.start if token.head != token else -1 for token in words] == [
-            head - 1 for head in expected["heads"]
-        ]
-        assert [token.dep_ for token in words].count("ROOT") == 1
-        assert {
-            (span.start - sentence.start, span.end - sentence.start)
-            for span in doc.spans["constituents"]
-            if sentence.start <= span.start < sentence.end
-        } == {tuple(span) for span in expected["spans"]}
-    space = next(token for token in doc if token.is_space)
-    assert space.head.i == space.i - 1 and space.dep_ == "dep"  # whitespace hangs on the word before it
+        assert set(expected) & {"heads", "deprels", "spans"} == GIVES[kind]
+        if "heads" in expected:
+            assert [token.head.i - sentence.start if token.head != token else -1 for token in words] == [
+                head - 1 for head in expected["heads"]
+            ]
+            labels = expected.get("deprels") or ["dep"] * len(words)
+            assert [token.dep_ for token in words] == [
+                "ROOT" if head == 0 else label for head, label in zip(expected["heads"], labels)
+            ]
+        if "spans" in expected:
+            assert {
+                (span.start - sentence.start, span.end - sentence.start)
+                for span in doc.spans["constituents"]
+                if sentence.start <= span.start < sentence.end
+            } == {tuple(span) for span in expected["spans"]}
+    if "heads" in GIVES[kind]:
+        space = next(token for token in doc if token.is_space)
+        assert space.head.i == space.i - 1 and space.dep_ == "dep"  # whitespace hangs on the word before it
+    else:  # spaCy's defaults: no heads, no labels
+        assert not doc.has_annotation("DEP") and not doc.has_annotation("HEAD")
+    if "spans" in GIVES[kind]:
+        assert all(span.label_ == "X" for span in doc.spans["constituents"])
+    else:
+        assert "constituents" not in doc.spans  # no span group is made up for a model of heads
 
 
-def test_pipe_equals_one_doc_at_a_time_and_earlier_sentences_are_kept(tiny):
+@pytest.mark.parametrize("kind", GIVES)
+def test_pipe_equals_one_doc_at_a_time_and_earlier_sentences_are_kept(kind, tiny_folder):
     nlp = spacy.blank("en")
-    nlp.add_pipe("hf_structure", config={"model": tiny, "batch_size": 2})
-    texts = ["A dog ran. The man sat", "the old man sat on the bench", "?", ""]
-    piped = [[(t.head.i, t.dep_) for t in doc] for doc in nlp.pipe(texts)]
-    assert piped == [[(t.head.i, t.dep_) for t in nlp(text)] for text in texts]
-    assert piped[2] == [(0, "ROOT")] and piped[3] == []
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder(kind), "batch_size": 2})
+    piped = [parsed(doc) for doc in nlp.pipe(TEXTS)]
+    assert piped == [parsed(nlp(text)) for text in TEXTS]
+    constituents = [] if "spans" in GIVES[kind] else None
+    assert piped[-2] == ([(0, "ROOT" if "heads" in GIVES[kind] else "", True)], constituents)  # "?"
+    assert piped[-1] == ([], constituents)  # ""
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer", config={"punct_chars": [";"]})
-    nlp.add_pipe("hf_structure", config={"model": tiny})
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder(kind)})
     assert len(list(nlp("A dog ran. The man sat; the old man").sents)) == 2  # the sentencizer's, not ours
 
 
-def test_a_model_of_constituents_only_sets_sentences_and_spans_and_no_heads(tmp_path):
-    r2d2 = str(save_tiny_r2d2(tmp_path / "r2d2"))
+def test_the_factory_declares_what_the_component_assigns():
+    """A later component that needs heads, labels, sentences or a span group finds them assigned (spaCy's pipeline
+    analysis reads the factory's `assigns`); without the component it is told what is missing."""
+    from spacy.language import Language
+
+    needs = ["token.head", "token.dep", "token.is_sent_start", "doc.sents", "doc.spans"]
+    Language.component("needs_a_parse", requires=needs, func=lambda doc: doc)
     nlp = spacy.blank("en")
-    nlp.add_pipe("hf_structure", config={"model": r2d2})
-    docs = list(nlp.pipe([TEXT, "", "?"]))
-    doc = docs[0]
-    assert [sentence.text.strip() for sentence in doc.sents] == [
-        "The old man sat on the bench.",
-        "A dog ran and tired.",
-        "The man sat",
-    ]
-    assert not doc.has_annotation("DEP") and not doc.has_annotation("HEAD")
-    parser = pipeline("unsupervised-parsing", model=r2d2)
-    for sentence in doc.sents:
-        words = [token for token in sentence if not token.is_space]
-        expected = parser([token.text for token in words], is_split_into_words=True)
-        assert "heads" not in expected
-        assert {
-            (span.start - sentence.start, span.end - sentence.start)
-            for span in doc.spans["constituents"]
-            if sentence.start <= span.start < sentence.end
-        } == {tuple(span) for span in expected["spans"]}
-    assert len(docs[1]) == 0 and list(docs[2].spans["constituents"]) == []
+    nlp.add_pipe("needs_a_parse")
+    assert nlp.analyze_pipes()["problems"]["needs_a_parse"] == needs
     nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer", config={"punct_chars": [";"]})
-    nlp.add_pipe("hf_structure", config={"model": r2d2})
-    assert len(list(nlp("A dog ran. The man sat; the old man").sents)) == 2  # the sentencizer's, not ours
+    nlp.add_pipe("hf_structure")  # the model is not loaded: nothing has been parsed
+    nlp.add_pipe("needs_a_parse")
+    assert nlp.analyze_pipes()["problems"] == {"hf_structure": [], "needs_a_parse": []}
+
+
+@pytest.mark.parametrize("save_model", [False, True], ids=["folder-named", "model-saved"])
+@pytest.mark.parametrize("kind", GIVES)
+def test_a_saved_pipeline_parses_the_same_after_spacy_load(kind, save_model, tiny_folder, tmp_path, monkeypatch):
+    shutil.copytree(tiny_folder(kind), tmp_path / "model")
+    monkeypatch.chdir(tmp_path)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": "model", "save_model": save_model})  # a folder relative to here
+    before = [parsed(doc) for doc in nlp.pipe(TEXTS)]
+    nlp.to_disk(tmp_path / "pipeline")
+    assert len(list((tmp_path / "pipeline").rglob("*.safetensors"))) == save_model  # the weights, only when asked
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # where "model" is no folder
+    if save_model:
+        shutil.rmtree(tmp_path / "model")  # the saved pipeline needs nothing else
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert [parsed(doc) for doc in loaded.pipe(TEXTS)] == before
+    if save_model:
+        loaded.to_disk(tmp_path / "pipeline")  # over the folder its model was loaded from
+        reloaded = spacy.load(tmp_path / "pipeline")
+        shutil.rmtree(tmp_path / "pipeline")  # spacy.load loaded the model: the folder is no longer read
+        assert [parsed(doc) for doc in reloaded.pipe(TEXTS)] == before
+
+
+def test_a_model_stored_in_half_precision_is_saved_in_half_precision(tiny_folder, tmp_path):
+    """As the bundled parsers are: their weights load in float32, and the pipeline stores them as they came."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(tiny_folder("arc_hybrid"), tmp_path / "model")
+    weights = tmp_path / "model" / "model.safetensors"
+    save_file({name: tensor.half() for name, tensor in load_file(weights).items()}, weights, metadata={"format": "pt"})
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": str(tmp_path / "model"), "save_model": True})
+    before = [parsed(doc) for doc in nlp.pipe(TEXTS)]
+    nlp.to_disk(tmp_path / "pipeline")
+    saved = load_file(tmp_path / "pipeline" / "hf_structure" / "model" / "model.safetensors")
+    assert {tensor.dtype for tensor in saved.values()} == {torch.float16}
+    assert [parsed(doc) for doc in spacy.load(tmp_path / "pipeline").pipe(TEXTS)] == before
+
+
+def test_a_bundled_model_is_saved_by_its_name(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": "r2d2-ptb"})
+    nlp.to_disk(tmp_path / "pipeline")  # the model is not loaded to save its name
+    assert srsly.read_json(tmp_path / "pipeline" / "hf_structure" / "source.json")["location"] == "r2d2-ptb"
+    assert not list((tmp_path / "pipeline").rglob("*.safetensors"))
+
+
+def test_spacy_load_parses_with_the_model_its_config_names(tiny_folder, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder("structformer"), "save_model": True})
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline", config={"components": {"hf_structure": {"model": tiny_folder("r2d2")}}})
+    r2d2 = spacy.blank("en")
+    r2d2.add_pipe("hf_structure", config={"model": tiny_folder("r2d2")})
+    assert [parsed(doc) for doc in loaded.pipe(TEXTS)] == [parsed(doc) for doc in r2d2.pipe(TEXTS)]
 
 
 def test_displacy_and_the_scorer_read_the_parse():

@@ -7,33 +7,68 @@
 
 spaCy finds the factory (`hf_structure_spacy.make_component`, a module apart so that spaCy's other pipelines do not
 import hf_structure) through the `spacy_factories` entry point, so nothing needs importing first. The component
-parses spaCy's own tokens (whitespace tokens are left out and attached to the word before them, label `dep`) and
-sets `token.head` and `token.dep_` (the root's label is spaCy's `ROOT`; a model without labels gives `dep`), so
-`doc.sents`, displaCy and spaCy's scorer work unchanged. Sentences are those an earlier component set, else
-hf_structure's own splitter's. A model that gives constituents (StructFormer, R2D2) puts them in
-`doc.spans[spans_key]` (default `"constituents"`), every constituent of two or more words with the label `X`. A model
-that gives constituents only (R2D2) leaves heads and labels unset and marks the sentences (`token.is_sent_start`).
+parses spaCy's own tokens; sentences are those an earlier component set, else hf_structure's own splitter's. What it
+sets depends on what the model gives:
+
+- heads (StructFormer, G2GTr, arc-hybrid): `token.head` and `token.dep_` (the root's label is spaCy's `ROOT`; a model
+  without labels, StructFormer, gives `dep`); whitespace tokens are left out of the parse and hang on the word before
+  them, label `dep`. spaCy derives `doc.sents` from the trees, so displaCy and spaCy's scorer work unchanged.
+- constituents (StructFormer, R2D2): `doc.spans[spans_key]` (default `"constituents"`), every constituent of two or
+  more words, with the label `X`. A model of heads only sets no span group.
+- constituents only (R2D2): heads and labels are left unset (spaCy's default) and the sentences are marked
+  (`token.is_sent_start`), unless an earlier component marked them.
+
+The model loads when the component first parses (`component.parser`: the transformers pipeline), or at once in a
+pipeline that `spacy.load` reads. `nlp.to_disk(path)` writes in the component's folder where the model comes from: a
+bundled short name or Hub id as given, a folder by its absolute path. With the setting `save_model=True` it also
+saves the model itself there (`save_pretrained`: weights, config and tokenizer, the weights in the precision they are
+stored in), so that the saved pipeline needs nothing else. `spacy.load(path)` parses with the model so named or
+saved, unless its config is given another `model`.
 """
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import cast
 
+import srsly
+from spacy import util
 from spacy.tokens import Doc, Span
+from thinc.types import Ints2d
+from transformers import PreTrainedTokenizerBase
 
+from .bundled import quiet_weight_files, resolve_model_path
+from .pipelines import load_parser
+from .pipelines.unsupervised_parsing import UnsupervisedParsingPipeline, accepted_options
 from .pipelines.word_tokenization import sentence_offsets
+
+# In the component's folder of a saved pipeline: where its model comes from (JSON), and the model where it is saved.
+SOURCE_FILE, MODEL_FOLDER = "source.json", "model"
 
 
 class StructureParser:
-    """A spaCy component that parses with an hf_structure model (a bundled name, a folder or a Hub id)."""
+    """A spaCy component that parses with an hf_structure model (a bundled name, a folder or a Hub id); what it
+    sets and how it is saved: the module's docstring."""
 
     def __init__(
-        self, model: str, batch_size: int = 32, spans_key: str = "constituents", num_threads: int | None = None
+        self,
+        model: str,
+        batch_size: int = 32,
+        spans_key: str = "constituents",
+        num_threads: int | None = None,
+        save_model: bool = False,
     ):
-        from transformers import pipeline
+        self.model_name_or_path, self.batch_size, self.spans_key = model, batch_size, spans_key
+        self.num_threads, self.save_model = num_threads, save_model
+        # Where the model loads from: a folder by its absolute path, so that a change of directory keeps it.
+        self.model_location = str(Path(model).resolve()) if Path(model).exists() else model
+        self._parser: UnsupervisedParsingPipeline | None = None
 
-        from . import pipelines  # noqa: F401  (registers the task and the bundled names)
-
-        self.parser = pipeline("unsupervised-parsing", model=model, num_threads=num_threads)
-        self.batch_size, self.spans_key = batch_size, spans_key
+    @property
+    def parser(self) -> UnsupervisedParsingPipeline:
+        """The `unsupervised-parsing` pipeline over the model, loaded when first needed."""
+        if self._parser is None:
+            self._parser = load_parser(self.model_location, num_threads=self.num_threads)
+        return self._parser
 
     def __call__(self, doc: Doc) -> Doc:
         return next(self.pipe([doc]))
@@ -48,7 +83,43 @@ class StructureParser:
                 batch = []
         yield from self._parse(batch)
 
+    def to_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> None:
+        """Write where the model comes from (`source.json`) and, with `save_model`, the model itself (`model/`)."""
+        saves_model = self.save_model and MODEL_FOLDER not in exclude
+        source = {"model": self.model_name_or_path, "location": self.model_location, "saved": saves_model}
+        writers = {SOURCE_FILE: lambda file: srsly.write_json(file, source)}
+        if saves_model:
+            writers[MODEL_FOLDER] = self._save_model
+        util.to_disk(path, writers, exclude)
+
+    def from_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> "StructureParser":
+        """Load the model `to_disk` wrote down, unless this component's config names another model. As with spaCy's
+        own components, the loaded pipeline reads nothing more from its folder."""
+
+        def read_source(file: Path) -> None:
+            source = srsly.read_json(file)
+            if source["model"] != self.model_name_or_path:
+                return  # `spacy.load(path, config=...)` named another model: that one loads
+            saved = file.parent.resolve() / MODEL_FOLDER
+            self.model_location = str(saved) if source["saved"] else source["location"]
+
+        util.from_disk(path, {SOURCE_FILE: read_source}, exclude)
+        self._parser = load_parser(self.model_location, num_threads=self.num_threads)
+        return self
+
+    def _save_model(self, folder: Path) -> None:
+        from .hub.export import keep_stored_precision
+
+        parser = self.parser
+        with quiet_weight_files():
+            parser.model.save_pretrained(folder)
+        cast(PreTrainedTokenizerBase, parser.tokenizer).save_pretrained(folder)
+        # Weights stored in half precision (the bundled parsers) load in float32: saved as stored, not twice the size.
+        stored = Path(resolve_model_path(self.model_location)) / "model.safetensors"
+        keep_stored_precision(stored, folder / "model.safetensors")
+
     def _parse(self, docs: list[Doc]) -> list[Doc]:
+        structures = accepted_options(self.parser.model)["structures"]
         # Per doc, per sentence: the indices of its word tokens (whitespace tokens are no words).
         spans_of_docs = [_sentences(doc) for doc in docs]
         sentences = [[[t.i for t in sentence if not t.is_space] for sentence in spans] for spans in spans_of_docs]
@@ -60,12 +131,11 @@ class StructureParser:
         ]
         parses = iter(self.parser(word_lists, batch_size=self.batch_size) if word_lists else [])
         for doc, doc_spans, doc_sentences in zip(docs, spans_of_docs, sentences):
-            heads, deps, constituents, has_heads = list(range(len(doc))), ["dep"] * len(doc), [], False
+            heads, deps, constituents = list(range(len(doc))), ["dep"] * len(doc), []
             for indices in doc_sentences:
                 if not indices:
                     continue
                 parse = next(parses)
-                has_heads = "heads" in parse
                 for index, head, label in zip(
                     indices, parse.get("heads", ()), parse.get("deprels") or [None] * len(indices)
                 ):
@@ -76,11 +146,11 @@ class StructureParser:
                     for start, end in parse.get("spans", ())
                     if end - start > 1
                 ]
-            for token in doc:  # whitespace: on the word before it (or after it, at the start of the doc)
-                if token.is_space:
-                    words = [t.i for t in doc if not t.is_space]
-                    heads[token.i] = max((i for i in words if i < token.i), default=min(words, default=token.i))
-            if has_heads:
+            if "dependency" in structures and any(doc_sentences):
+                for token in doc:  # whitespace: on the word before it (or after it, at the start of the doc)
+                    if token.is_space:
+                        words = [t.i for t in doc if not t.is_space]
+                        heads[token.i] = max((i for i in words if i < token.i), default=min(words))
                 _set_heads(doc, heads, deps)
             elif not doc.has_annotation("SENT_START"):
                 for token in doc:
@@ -88,7 +158,7 @@ class StructureParser:
                 for sentence in doc_spans:
                     if len(sentence):
                         doc[sentence.start].is_sent_start = True
-            if constituents or "spans" in self.parser.model.parse_outputs:
+            if "constituency" in structures:
                 doc.spans[self.spans_key] = constituents
         return docs
 
@@ -116,4 +186,4 @@ def _set_heads(doc: Doc, heads: list[int], deps: list[str]) -> None:
     offsets = numpy.array(heads, dtype="int64") - numpy.arange(len(heads), dtype="int64")
     # spaCy stores a head as its offset from the token, in uint64 (a negative offset wraps around).
     array = numpy.stack([offsets.view("uint64"), numpy.array(labels, dtype="uint64")], axis=1)
-    doc.from_array([HEAD, DEP], array)
+    doc.from_array([HEAD, DEP], cast(Ints2d, array))
