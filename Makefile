@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml packages/hf-structure-g2gtr-ewt/pyproject.toml packages
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,train,eval,spacy]'
+	$(PY) -m pip install -q -e '.[test,train,eval,spacy,docs]'
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-g2gtr-ewt
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
 	touch $(STAMP)
@@ -55,10 +55,12 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # The generated files: the Hub code against its modular sources, the shipped checkpoints' cards against their
-# records and templates.
+# records and templates; then the documentation site, where any warning (a broken link, a docstring that does not
+# render) fails the build. It is written to site/ (ignored by git).
 check: $(STAMP)
 	$(PY) scripts/modular_converter.py
 	$(PY) scripts/render_model_cards.py
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
 	$(PY) benchmarks/structformer_speed.py

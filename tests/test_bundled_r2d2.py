@@ -32,7 +32,7 @@ def test_the_short_name_is_bundled_and_its_parser_alone_is_stored_in_float32():
     model, _ = load_model_and_tokenizer(NAME)
     assert {parameter.dtype for parameter in model.parameters()} == {torch.float32}
     record = json.loads((folder / "hf_structure_eval.json").read_text())
-    assert record["sentence_f1"] >= 44  # the bundling rule (docs/r2d2-ptb-training/README.md)
+    assert record["sentence_f1"] >= 44  # the bundling rule (records/r2d2-ptb-training/README.md)
 
 
 @pytest.mark.parametrize("decoding", ["parser", "chart"])

@@ -593,15 +593,15 @@ PLACEHOLDERS = {
 
 
 def documented_commands() -> list[tuple[str, list[str]]]:
-    """(file, arguments after the script) of every training command in docs/: the `command*.txt` files, and the
+    """(file, arguments after the script) of every training command in records/: the `command*.txt` files, and the
     shell scripts' runs of an argument array `common` (their shell variables read as `PLACEHOLDERS` say; a run whose
     own arguments are `$arguments` takes each run of the `device_variants.txt` beside the script)."""
     commands = []
-    for path in sorted((ROOT / "docs").glob("*/command*.txt")):
+    for path in sorted((ROOT / "records").glob("*/command*.txt")):
         words = path.read_text().split()
         script = next(i for i, word in enumerate(words) if word.endswith(("run_mlm.py", "run_parser.py")))
         commands.append((f"{path.parent.name}/{path.name}", words[script:]))
-    for path in sorted((ROOT / "docs").glob("*/*.sh")):
+    for path in sorted((ROOT / "records").glob("*/*.sh")):
         text = path.read_text().replace("\\\n", " ")
         if "common=(" not in text:
             continue
@@ -629,7 +629,7 @@ def documented_commands() -> list[tuple[str, list[str]]]:
 
 
 def test_the_documented_training_commands_still_parse(monkeypatch):
-    """Every recipe in docs/ gives arguments its entry still takes (a saved model named by a command is taken for a
+    """Every recipe in records/ gives arguments its entry still takes (a saved model named by a command is taken for a
     model of the command's --model_type, or of the script's default)."""
     from hf_structure.training import arguments, language_model, parser
 
