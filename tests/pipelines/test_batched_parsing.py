@@ -6,7 +6,6 @@ batches; the file travels with the pipeline's, so it imports only the standard l
 The refusing model is the contract's tiny test parser with one rule more: it refuses every sentence holding the word
 REFUSED, naming the sentence's place in its batch as the bundled models do."""
 
-import ast
 import json
 
 import pytest
@@ -19,6 +18,7 @@ from hf_structure.cli import main
 from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
 from hf_structure.pipelines.batched_parsing import Sentence, parse_in_order
+from tests.helpers.imports import called_names, imported_modules
 from tests.helpers.paths import FIXTURES, ROOT
 from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
 
@@ -159,11 +159,6 @@ def test_results_come_in_input_order_as_soon_as_they_are_complete():
 
 def test_the_core_imports_only_the_standard_library():
     """It travels with the pipeline's file in a saved model folder, where hf_structure is not installed."""
-    tree = ast.parse((ROOT / "src" / "hf_structure" / "pipelines" / "batched_parsing.py").read_text(encoding="utf-8"))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add("." * node.level + (node.module or ""))
-    assert imported == {"re", "unicodedata", "collections.abc", "typing"}
+    path = ROOT / "src" / "hf_structure" / "pipelines" / "batched_parsing.py"
+    assert imported_modules(path) == {"re", "unicodedata", "collections.abc", "typing"}
+    assert not called_names(path) & {"__import__", "exec", "eval"}

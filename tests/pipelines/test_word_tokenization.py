@@ -9,7 +9,6 @@ split as its ASCII form), its word conventions ("ptb", that split; "ud", re-cut 
 time.
 """
 
-import ast
 import importlib.util
 import random
 import signal
@@ -17,6 +16,7 @@ import time
 
 import pytest
 
+from tests.helpers.imports import called_names, imported_modules
 from tests.helpers.paths import DATA_DIR, ROOT
 
 # Loaded from its file rather than through `hf_structure.pipelines` (whose __init__ imports transformers): this also
@@ -166,17 +166,9 @@ def test_agrees_with_nltk_on_random_strings(nltk_tokenize):
 
 
 def test_module_imports_only_re():
-    tree = ast.parse(MODULE_PATH.read_text(encoding="utf-8"))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add("." * node.level + (node.module or ""))
-    assert imported == {"re"}
+    assert imported_modules(MODULE_PATH) == {"re"}
     # No back doors either: dynamic imports would defeat the point.
-    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
-    assert not called & {"__import__", "exec", "eval"}
+    assert not called_names(MODULE_PATH) & {"__import__", "exec", "eval"}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
             _run_command(argv)
         sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
     except KeyboardInterrupt:
-        print(f"{name}: interrupted{INTERRUPTED.get(command, '')}", file=sys.stderr)
+        print(f"{name}: interrupted{INTERRUPTED.get(command or '', '')}", file=sys.stderr)
         raise SystemExit(130) from None
     except BrokenPipeError:
         _drop_standard_output(stdout)

@@ -28,7 +28,7 @@ def _bundled_models() -> list[dict]:
         config_file = folder / "config.json"
         model_type = read_json(config_file).get("model_type") if config_file.is_file() else None
         record = read_record(folder, EVAL_RECORD)
-        spec = MODEL_SPECS.get(model_type)
+        spec = MODEL_SPECS.get(model_type) if model_type else None
         metrics = spec.card_metrics if spec else ()
         models.append(
             {

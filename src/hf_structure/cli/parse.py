@@ -199,7 +199,7 @@ def run(args) -> None:
             f"in {processes} processes, give --input FILE (each reads its share) and --output FILE "
             "(the first process joins the shares)",
         )
-    share = distributed.start(total) if processes > 1 else None
+    share = distributed.start(total) if processes > 1 and total is not None else None
     device = check_device("parse", args.device) if args.device else None
     if share and device is None:
         device = distributed.local_device()
@@ -249,7 +249,8 @@ def run(args) -> None:
         for claimed in (output_file, joined_file):
             if claimed:
                 stack.callback(claimed.close)
-        output = io.StringIO() if args.output else sys.stdout
+        batch_text = io.StringIO()  # a batch's results, appended to the output file whole
+        output = batch_text if args.output else sys.stdout
         if not args.output and hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(errors=OUTPUT_ERRORS)
         progress = stack.enter_context(progress_bar(args, len(share.units) if share else total, unit_name))
@@ -263,9 +264,9 @@ def run(args) -> None:
                 blank += result == {"words": []}
                 count += 1
             if output_file and finished:  # each batch's results are there to read as soon as they are parsed
-                output_file.append(output.getvalue(), finished[-1][0].number, unit_name)
-                output.seek(0)
-                output.truncate()
+                output_file.append(batch_text.getvalue(), finished[-1][0].number, unit_name)
+                batch_text.seek(0)
+                batch_text.truncate()
             else:
                 output.flush()
             progress.update(len(finished))

@@ -18,10 +18,12 @@ def check_output(path: str | None, svg: str | None, source: str | None) -> None:
     """Refuse, before the model loads, an output whose folder is missing or that is the input file itself (opening
     it for writing would empty the input before it is read)."""
     for target in (path, svg):
-        folder = Path(target).resolve().parent if target else None
-        if folder and not folder.is_dir():
+        if not target:
+            continue
+        folder = Path(target).resolve().parent
+        if not folder.is_dir():
             raise fail("parse", f"cannot write {target}: folder {folder} does not exist")
-        if folder and not Path(target).exists() and not os.access(folder, os.W_OK):  # read-only, or not this user's
+        if not Path(target).exists() and not os.access(folder, os.W_OK):  # read-only, or not this user's
             raise fail("parse", f"cannot write {target}: folder {folder} is not writable")
     if path and Path(path).is_dir():
         raise fail("parse", f"cannot write {path}: it is a folder; --output names a file")
@@ -214,6 +216,7 @@ class Writer:
     def _save_svgs(self, unit: Unit, parses: list[dict]) -> None:
         from ..visualization import save_svg
 
+        assert self.svg is not None  # `write` saves pictures only with --svg
         for k, parse in enumerate(parses, start=1):
             if len(parses) > 1:
                 path = numbered(self.svg, f"{unit.number}-{k}")
@@ -227,5 +230,5 @@ class Writer:
 
 def numbered(path: str, number: int | str) -> str:
     """`out.svg` -> `out-3.svg`."""
-    path = Path(path)
-    return str(path.with_name(f"{path.stem}-{number}{path.suffix or '.svg'}"))
+    given = Path(path)
+    return str(given.with_name(f"{given.stem}-{number}{given.suffix or '.svg'}"))

@@ -36,14 +36,16 @@ def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: s
         scores.update({f"{key}_cpcfg": value for key, value in unlabelled_f1(predicted, compound).items()})
         recall = label_recall(predicted, [g.labelled_spans for g in gold], EVALUATED_LABELS)
         scores.update({f"recall_{label}": value for label, value in recall.items()})
-    if all(g.heads is not None for g in gold) and all("heads" in p for p in parses):
-        labelled = all(g.deprels is not None for g in gold) and all("deprels" in p for p in parses)
+    gold_heads = [g.heads for g in gold if g.heads is not None]
+    if len(gold_heads) == len(gold) and all("heads" in p for p in parses):
+        gold_deprels = [g.deprels for g in gold if g.deprels is not None]
+        labelled = len(gold_deprels) == len(gold) and all("deprels" in p for p in parses)
         scores.update(
             attachment_scores(
                 [p["heads"] for p in parses],
-                [g.heads for g in gold],
+                gold_heads,
                 [p["deprels"] for p in parses] if labelled else None,
-                [g.deprels for g in gold] if labelled else None,
+                gold_deprels if labelled else None,
             )
         )
         scores["valid_trees"] = sum(heads_are_tree(p["heads"]) for p in parses) / len(parses)

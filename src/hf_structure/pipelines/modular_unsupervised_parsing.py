@@ -29,6 +29,7 @@ The pipeline's file travels with a pushed model folder, so it imports only trans
 
 import unicodedata
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from transformers import Pipeline
 
@@ -177,10 +178,11 @@ class UnsupervisedParsingPipeline(Pipeline):
     `parses_to_conllu(results)` or `hf-structure parse --conllu`.
     """
 
-    _load_processor = False
-    _load_image_processor = False
-    _load_feature_extractor = False
-    _load_tokenizer = True
+    # transformers reads these as booleans (None: as the model folder has it) but annotates them as None.
+    _load_processor = False  # type: ignore[assignment]
+    _load_image_processor = False  # type: ignore[assignment]
+    _load_feature_extractor = False  # type: ignore[assignment]
+    _load_tokenizer = True  # type: ignore[assignment]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -383,6 +385,7 @@ class UnsupervisedParsingPipeline(Pipeline):
         unparsable sentence recorded with `on_error="record"` gives its words and `error`. Punctuation alone, which
         a model trained without it never sees, is parsed as punctuation is re-attached: the first mark heads the
         others and the sentence is its one constituent."""
+        result: dict[str, Any]
         if sentence.error is not None:
             result = {"words": sentence.words, "error": sentence.error}
             if sentence.offsets is not None:
@@ -400,7 +403,7 @@ class UnsupervisedParsingPipeline(Pipeline):
             dropped = {key for name, keys in STRUCTURES.items() if name not in structures for key in keys}
             parse = {key: value for key, value in parse.items() if key not in dropped}
         if keep_punctuation:
-            kept = range(len(sentence.words))
+            kept = list(range(len(sentence.words)))
             position = sentence.seen  # position[k]: index in words of the k-th seen
         else:
             kept, position = sentence.seen, list(range(len(sentence.seen)))
@@ -411,9 +414,9 @@ class UnsupervisedParsingPipeline(Pipeline):
             result["text"] = sentence.text
         if "spans" in parse:
             # A constituent over seen words s..e-1 covers every word between its first and last; the root all.
-            spans = {(position[s], position[e - 1] + 1) for s, e in parse["spans"] if e - s > 1}
-            spans.discard((position[0], position[-1] + 1))
-            spans = [[0, len(words)]] + sorted(map(list, spans), key=lambda span: (span[0], -span[1]))
+            inner = {(position[s], position[e - 1] + 1) for s, e in parse["spans"] if e - s > 1}
+            inner.discard((position[0], position[-1] + 1))
+            spans = [[0, len(words)]] + sorted(map(list, inner), key=lambda span: (span[0], -span[1]))
             result["tree"] = spans_to_bracketed(words, spans)
             result["spans"] = spans
         if "heads" in parse:
