@@ -17,7 +17,7 @@ def cpu_info(cpuinfo: str | os.PathLike = CPUINFO) -> dict[str, str]:
         text = Path(cpuinfo).read_text()
     except OSError:
         return {}
-    fields = {}
+    fields: dict[str, str] = {}
     for line in text.strip().split("\n\n")[0].splitlines():
         key, colon, value = line.partition(":")
         if colon:

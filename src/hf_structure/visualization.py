@@ -30,8 +30,9 @@ def _constituents(result) -> list[tuple[int, int]]:
 
 def _tree_children(n: int, spans: list[tuple[int, int]]) -> dict:
     """`children[node]`: the ordered children of each span, each a span (a constituent) or an int (a word)."""
-    children = {span: [] for span in spans}
-    parent_of_span, stack = {}, []
+    children: dict[tuple[int, int], list[tuple[int, int] | int]] = {span: [] for span in spans}
+    parent_of_span: dict[tuple[int, int], tuple[int, int]] = {}
+    stack: list[tuple[int, int]] = []
     for span in spans:  # outermost first: the innermost open span that contains it is its parent
         while stack and not (stack[-1][0] <= span[0] and span[1] <= stack[-1][1]):
             stack.pop()
@@ -57,7 +58,7 @@ def _arcs(heads) -> list[tuple[int, int]]:
 # ---------------------------------------------------------------------------------------------------------------
 # Terminal drawing
 
-_BOX = {  # (up, down, left, right) -> box-drawing character
+_BOX: dict[tuple[int, ...], str] = {  # (up, down, left, right) -> box-drawing character
     (1, 1, 0, 0): "│", (1, 0, 0, 0): "│", (0, 1, 0, 0): "│",
     (0, 0, 1, 1): "─", (0, 0, 1, 0): "─", (0, 0, 0, 1): "─",
     (0, 1, 0, 1): "┌", (1, 0, 0, 1): "└", (0, 1, 1, 0): "┐", (1, 0, 1, 0): "┘",
@@ -181,7 +182,8 @@ LEVEL_HEIGHT, ARC_STEP, MARGIN = 42, 26, 20
 def _word_centres(words, label_width: float = 0) -> tuple[list[float], float]:
     """The x of each word's centre, and the picture's width. Each word's room is at least `label_width`, so that
     the label of an arc between neighbours fits between their centres."""
-    centres, x = [], MARGIN
+    centres: list[float] = []
+    x: float = MARGIN
     for word in words:
         width = max(len(word) * CHAR_WIDTH, 2 * CHAR_WIDTH, label_width) + WORD_GAP
         centres.append(x + width / 2)

@@ -26,14 +26,16 @@ def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
     """Sentences of CoNLL-U `text` as dicts with `words`, `upos`, `heads` (0 = root), `deprels`, `id` (`sent_id`
     or index), `line` (where the sentence's block begins). Errors name `source` and the line: a row without 10
     columns, a malformed row or a word without head the row's; heads that are no tree the sentence's first."""
+    from conllu.models import Token
     from conllu.parser import DEFAULT_FIELDS, parse_comment_line, parse_line
 
-    sentences = []
+    sentences: list[dict] = []
     line = 1
     for block in text.split("\n\n"):
         block_line = line + (len(block) - len(block.lstrip("\n")))
         line += block.count("\n") + 2
-        metadata, tokens = {}, []  # tokens: (line number, token) of the word rows (integer ID)
+        metadata: dict[str, str | None] = {}
+        tokens: list[tuple[int, Token]] = []  # (line number, token) of the word rows (integer ID)
         # Row by row with the `conllu` library's own line parsers (what `conllu.parse` runs on a block), so that an
         # error names its row.
         for number, row in enumerate(block.lstrip("\n").split("\n"), start=block_line):
@@ -151,7 +153,8 @@ def read_conllu_sentences(lines: Iterable[str], source: str = "<text>") -> Itera
 def _conllu_sentence(block: list[str], first: int, source: str) -> ConlluSentence:
     from conllu.parser import DEFAULT_FIELDS, ParseException, parse_comment_line, parse_line
 
-    metadata, words = {}, []
+    metadata: dict[str, str | None] = {}
+    words: list[str] = []
     for number, line in enumerate(block, start=first):
         try:
             if line.startswith("#"):
@@ -210,7 +213,7 @@ def parse_to_conllu(
     unspecified dependency) for the others; columns the parse does not give are `_`. A parse of raw text (with the
     words' character `offsets`) marks each word that the next one follows without a space `SpaceAfter=No`, as UD
     does; `newpar` starts a paragraph (`# newpar`, e.g. the first sentence of an input line)."""
-    from conllu.models import Token, TokenList
+    from conllu.models import Metadata, Token, TokenList
 
     words, heads = parse["words"], parse.get("heads")
     if heads is None:
@@ -220,7 +223,7 @@ def parse_to_conllu(
     deprels = parse.get("deprels") or ["root" if head == 0 else "dep" for head in heads]
     upos = parse.get("upos") or [None] * len(words)
     offsets = parse.get("offsets")
-    misc = [None] * len(words)
+    misc: list[dict[str, str] | None] = [None] * len(words)
     if offsets:
         for i in range(len(words) - 1):
             if offsets[i][1] == offsets[i + 1][0]:
@@ -241,15 +244,15 @@ def parse_to_conllu(
         for i, (word, tag, head, deprel, extra) in enumerate(zip(words, upos, heads, deprels, misc), start=1)
     ]
     metadata = {"newpar": None} if newpar else {}
-    return TokenList(tokens, metadata={**metadata, **_metadata(sent_id, text)}).serialize()
+    return TokenList(tokens, metadata=Metadata({**metadata, **_metadata(sent_id, text)})).serialize()
 
 
 def comment_block(comments: dict, sent_id: str | int | None = None) -> str:
     """A sentence block of comments only, so that an input without a parse (a blank line, a line that could not be
     parsed: `{"error": message}`) keeps its place in the output; a value None gives a bare `# key` comment."""
-    from conllu.models import TokenList
+    from conllu.models import Metadata, TokenList
 
-    return TokenList([], metadata={**_metadata(sent_id, None), **comments}).serialize()
+    return TokenList([], metadata=Metadata({**_metadata(sent_id, None), **comments})).serialize()
 
 
 def parses_to_conllu(parses: Iterable[dict], texts: Iterable[str] | None = None) -> str:

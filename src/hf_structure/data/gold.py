@@ -49,7 +49,7 @@ def content_heads(tags: list[str], heads: list[int], punctuation: frozenset[str]
     replaced by its nearest non-punctuation ancestor. `punctuation`: the tags that mark punctuation (PTB's by
     default; `{"PUNCT"}` for UD's UPOS)."""
     keep = [tag not in punctuation for tag in tags]
-    new_index = {}
+    new_index: dict[int, int] = {}
     for old, kept in enumerate(keep, start=1):
         if kept:
             new_index[old] = len(new_index) + 1

@@ -82,12 +82,12 @@ def first_piece_positions(word_ids: list, length: int) -> list[int]:
     return first
 
 
-def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -> dict:
+def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: float) -> dict:
     """Tokenise pre-split sentences for an encoder that reads each word at its first piece: `input_ids`,
     `attention_mask` `(B, T)`, `first_pieces` `(B, P)` (the piece of ROOT, `[CLS]`, and of each word's first piece;
     P = longest sentence + 2) and `lengths` `(B,)`. A word the tokenizer turns into no piece (e.g. a control
     character) is read as the unknown token. Raises ValueError naming the first sentence that is empty or longer
-    than `max_pieces` pieces."""
+    than `max_pieces` pieces (`math.inf`: no limit)."""
     for index, words in enumerate(sentences):
         if not words:
             raise ValueError(f"sentence {index}: no word")
@@ -116,7 +116,7 @@ def encode_word_pieces(sentences: list[list[str]], tokenizer, max_pieces: int) -
     }
 
 
-def too_many_pieces(count: int, max_pieces: int) -> str:
+def too_many_pieces(count: int, max_pieces: float) -> str:
     """The length error of a sentence of `count` pieces, for a model that reads at most `max_pieces`."""
     return f"{count} word pieces; this model reads at most {max_pieces}"
 

@@ -120,7 +120,11 @@ def read_dp(path: str | Path) -> list[tuple[list[str], list[str], list[int], int
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"dependency file not found: {path}")
-    blocks, words, tags, heads, first = [], [], [], [], 0
+    blocks: list[tuple[list[str], list[str], list[int], int]] = []
+    words: list[str] = []
+    tags: list[str] = []
+    heads: list[int] = []
+    first = 0
     lines = path.read_text(encoding="utf-8-sig").split("\n")
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():

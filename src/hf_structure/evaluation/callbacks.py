@@ -27,7 +27,7 @@ class ParsingEvaluationCallback(TrainerCallback):
 
     def __init__(self, treebank: str, tokenizer, max_sentences: int | None = None):
         self.treebank, self.tokenizer, self.max_sentences = treebank, tokenizer, max_sentences
-        self.gold_of_policy = {}
+        self.gold_of_policy: dict[bool, list] = {}
 
     def gold(self, model) -> tuple[bool, list]:
         """Whether every word is scored, and the gold sentences (read once per punctuation policy)."""

@@ -63,7 +63,8 @@ def label_recall(
 ) -> dict[str, float]:
     """Share of gold spans carrying each label that the prediction contains (NaN-free: labels never seen are
     left out)."""
-    found, total = Counter(), Counter()
+    found: Counter[str] = Counter()
+    total: Counter[str] = Counter()
     for p, g in zip(predicted, gold_labelled):
         for span, span_labels in g.items():
             for label in span_labels:
@@ -121,7 +122,7 @@ def gold_subtree_spans(heads: Sequence[int]) -> set[Span]:
     """Spans (two or more words) covered exactly by one word's subtree in a projective tree; a non-projective
     subtree (gaps) covers no span."""
     n = len(heads)
-    children = [[] for _ in range(n + 1)]
+    children: list[list[int]] = [[] for _ in range(n + 1)]
     for i, h in enumerate(heads):
         children[h].append(i + 1)
     spans = set()

@@ -63,6 +63,15 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
 
 
+def folder_model_spec(model_dir: str | os.PathLike) -> ModelSpec:
+    """The spec of the model type that a checkpoint folder's `config.json` names."""
+    config_file = Path(model_dir) / "config.json"
+    model_type = read_json(config_file).get("model_type")
+    if not isinstance(model_type, str):
+        raise ValueError(f"{config_file}: no model_type (is it a model's config?)")
+    return model_spec(model_type)
+
+
 def card_eval_record(model_dir, spec: ModelSpec) -> dict:
     """The evaluation record, holding every score the card of a `spec` model reports (else an error giving the
     command that writes them all)."""
@@ -80,7 +89,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
     from ..version import __version__
 
     model_dir = Path(model_dir)
-    spec = model_spec(read_json(model_dir / "config.json").get("model_type"))
+    spec = folder_model_spec(model_dir)
     # The configuration as the model reads it: its class converts a folder of an earlier format (e.g. a supervised
     # parser's encoder settings flat at the top level).
     config = spec.config_class.from_pretrained(model_dir).to_dict()

@@ -14,12 +14,11 @@ import tempfile
 from pathlib import Path
 
 from ..file_modes import with_default_mode
-from ..registry import model_spec
-from .cards import card_eval_record, render_model_card
+from .cards import card_eval_record, folder_model_spec, render_model_card
 from .records import EVAL_RECORD, TRAINING_RECORD, load_training_record, read_json, write_json
 
 TASK = "unsupervised-parsing"
-PIPELINE_FILES = ("unsupervised_parsing.py", "word_tokenization.py")
+PIPELINE_FILES = ("unsupervised_parsing.py", "batched_parsing.py", "word_tokenization.py")
 REQUIRED_FILES = (
     "config.json",
     "model.safetensors",
@@ -50,12 +49,13 @@ def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty")
     # Read the records first: a checkpoint without them is not published.
-    spec = model_spec(read_json(model_dir / "config.json").get("model_type"))
+    spec = folder_model_spec(model_dir)
     card_eval_record(model_dir, spec)
     load_training_record(model_dir)
 
     model, tokenizer = load_model_and_tokenizer(str(model_dir))
-    parser = pipeline(TASK, model=model, tokenizer=tokenizer)
+    # transformers' overloads of `pipeline` name only its own tasks, not one registered in its PIPELINE_REGISTRY.
+    parser = pipeline(TASK, model=model, tokenizer=tokenizer)  # type: ignore[call-overload]
     target = Path(os.path.abspath(out_dir))  # a name and a parent folder even for `.` or `a/..`
     scratch = None
     try:
@@ -148,7 +148,7 @@ def check_export(folder: str | os.PathLike) -> None:
         raise RuntimeError(f"{folder} lacks {missing}")
     config = read_json(folder / "config.json")
     auto_map = config.get("auto_map", {})
-    spec = model_spec(config.get("model_type"))
+    spec = folder_model_spec(folder)
     for auto_class in ("AutoConfig", *spec.auto_classes):
         module = auto_map.get(auto_class, "").split(".")[0]
         if not (folder / f"{module}.py").is_file():
@@ -175,10 +175,13 @@ def push_model(
         from huggingface_hub import HfApi
 
         api = HfApi(token=token)
+    HTTPError: type[Exception]
     try:
         from huggingface_hub.utils import httpx  # huggingface_hub 2: its HTTP client, httpx2, under this name
+
+        HTTPError = httpx.HTTPError
     except ImportError:  # huggingface_hub 1, whose HTTP client is httpx
-        import httpx
+        from httpx import HTTPError
     with tempfile.TemporaryDirectory(prefix="hf_structure_push_") as folder:
         export_model_folder(model_dir, folder, repo_id=repo_id)
         try:
@@ -186,10 +189,9 @@ def push_model(
             return api.upload_folder(
                 repo_id=repo_id, folder_path=folder, repo_type="model", commit_message=commit_message
             )
-        # httpx.HTTPError: the client's own errors (no network, a refused connection, a timeout), which
-        # huggingface_hub passes on as they are, and its HfHubHTTPError (the Hub's refusal); OSError: no token saved,
-        # offline mode.
-        except (httpx.HTTPError, OSError) as error:
+        # HTTPError: the client's own errors (no network, a refused connection, a timeout), which huggingface_hub
+        # passes on as they are, and its HfHubHTTPError (the Hub's refusal); OSError: no token saved, offline mode.
+        except (HTTPError, OSError) as error:
             reason = " ".join(str(error).split()) or type(error).__name__
             raise HubUploadError(f"could not upload to {repo_id}: {reason}") from error
 

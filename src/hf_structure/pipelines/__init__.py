@@ -20,6 +20,8 @@ from ..bundled import (
 from .unsupervised_parsing import UnsupervisedParsingPipeline
 
 TASK = "unsupervised-parsing"
+# Marks a function wrapped here, so that a second import of this module (a reload) does not wrap it again.
+_WRAPPED_MARKER = "resolves_hf_structure_names"
 
 PIPELINE_REGISTRY.register_pipeline(
     TASK,
@@ -36,7 +38,7 @@ def _resolving_short_names(pipeline_factory):
     folders, and for this package's task an unknown bare model name refused (`resolve_model_path`) and a model folder
     checked (`check_model_folder`) and loaded without transformers' per-tensor bars (`quiet_weight_files`);
     everything else passes through unchanged."""
-    if getattr(pipeline_factory, "resolves_hf_structure_names", False):
+    if getattr(pipeline_factory, _WRAPPED_MARKER, False):
         return pipeline_factory
 
     @functools.wraps(pipeline_factory)
@@ -64,7 +66,7 @@ def _resolving_short_names(pipeline_factory):
         with quiet_weight_files():
             return pipeline_factory(*args, **kwargs)
 
-    pipeline.resolves_hf_structure_names = True
+    setattr(pipeline, _WRAPPED_MARKER, True)
     return pipeline
 
 
@@ -80,7 +82,7 @@ def _resolving_bundled_names(owner: type) -> None:
     if "from_pretrained" not in vars(owner):  # inherited: the class that defines it is wrapped
         return
     from_pretrained = vars(owner)["from_pretrained"].__func__
-    if getattr(from_pretrained, "resolves_hf_structure_names", False):
+    if getattr(from_pretrained, _WRAPPED_MARKER, False):
         return
 
     @functools.wraps(from_pretrained)
@@ -93,11 +95,11 @@ def _resolving_bundled_names(owner: type) -> None:
         with quiet_weight_files():  # as the pipeline loads them
             return from_pretrained(cls, str(folder), *args, **kwargs)
 
-    resolving.resolves_hf_structure_names = True
-    owner.from_pretrained = classmethod(resolving)
+    setattr(resolving, _WRAPPED_MARKER, True)
+    setattr(owner, "from_pretrained", classmethod(resolving))  # noqa: B010  (`type` declares no from_pretrained)
 
 
-def _auto_model_classes(base: type = _BaseAutoModelClass) -> list[type]:
+def _auto_model_classes(base: type[_BaseAutoModelClass] = _BaseAutoModelClass) -> list[type[_BaseAutoModelClass]]:
     """`base` and every Auto class made from it (transformers gives each its own copy of `from_pretrained`)."""
     return [base, *(cls for subclass in base.__subclasses__() for cls in _auto_model_classes(subclass))]
 
@@ -110,7 +112,8 @@ for _owner in (*_auto_model_classes(), transformers.AutoConfig, transformers.Aut
 
 def load_parser(model: str = DEFAULT_MODEL, **kwargs) -> UnsupervisedParsingPipeline:
     """The pipeline over a bundled model name, a folder or a Hub id."""
-    return transformers.pipelines.pipeline(TASK, model=resolve_model_path(model), **kwargs)
+    # transformers' overloads of `pipeline` name only its own tasks, not one registered in its PIPELINE_REGISTRY.
+    return transformers.pipelines.pipeline(TASK, model=resolve_model_path(model), **kwargs)  # type: ignore[call-overload]
 
 
 __all__ = ["TASK", "UnsupervisedParsingPipeline", "load_parser"]

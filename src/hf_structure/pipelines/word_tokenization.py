@@ -322,8 +322,8 @@ def _join_whole(text: str, offsets: list[tuple[int, int]]) -> list[tuple[int, in
     while index < len(offsets):
         start, end = offsets[index]
         match = _UD_WHOLE.match(text, start) if start >= unjoined_run_end else None
-        last = last_word_ending_at.get(match.end()) if match else None
-        if last is not None and last > index:
+        last = last_word_ending_at.get(match.end(), index) if match else index
+        if match and last > index:
             end, index = match.end(), last
         elif match and match["run"]:
             unjoined_run_end = match.end()
@@ -409,7 +409,7 @@ def _keeps_period(word: str) -> bool:
 def _ends_sentence(text: str, match: re.Match, paragraph_end: int) -> bool:
     """Whether the candidate `match` of `_CANDIDATE_END` ends a sentence (in a paragraph ending at `paragraph_end`)."""
     word, terminators, closers = match.groups()
-    following = _NEXT_WORD.match(text, match.end(), paragraph_end).group(1)
+    following = _word_after(_NEXT_WORD, text, match.end(), paragraph_end)
     if not following:
         return True
     if terminators == "." and following.isdigit():
@@ -424,8 +424,16 @@ def _ends_sentence(text: str, match: re.Match, paragraph_end: int) -> bool:
     if terminators != ".":
         return True
     if _DOTTED_ABBREVIATION.fullmatch(word):
-        return _NEXT_FULL_WORD.match(text, match.end(), paragraph_end).group(1).lower() in SENTENCE_STARTERS
+        return _word_after(_NEXT_FULL_WORD, text, match.end(), paragraph_end).lower() in SENTENCE_STARTERS
     return not (_keeps_period(word) and not word.isdigit())
+
+
+def _word_after(pattern: re.Pattern[str], text: str, start: int, end: int) -> str:
+    """The word (group 1) that `_NEXT_WORD` or `_NEXT_FULL_WORD` reads at `start`, before `end`."""
+    match = pattern.match(text, start, end)
+    if match is None:  # every part of these patterns is optional: they match everywhere
+        raise ValueError(f"{pattern.pattern!r} does not match at {start}: it must match everywhere")
+    return match.group(1)
 
 
 def sentence_offsets(text: str) -> list[tuple[int, int]]:
@@ -443,7 +451,7 @@ def sentence_offsets(text: str) -> list[tuple[int, int]]:
     (moved to the U.S. He left); a terminator with no space after it (end.Next) ends nothing; a sentence without a
     terminator ends only at a blank line; no list markers, headings or emoticons are recognised.
     """
-    ends = []
+    ends: list[int] = []
     paragraph_start = 0
     for paragraph_end, next_start in [(m.start(), m.end()) for m in _BLANK_LINE.finditer(text)] + [(len(text),) * 2]:
         ends.extend(
@@ -453,7 +461,8 @@ def sentence_offsets(text: str) -> list[tuple[int, int]]:
         )
         ends.append(paragraph_end)
         paragraph_start = next_start
-    spans, start = [], len(text) - len(text.lstrip("\ufeff"))  # a byte-order mark begins no sentence
+    spans: list[tuple[int, int]] = []
+    start = len(text) - len(text.lstrip("\ufeff"))  # a byte-order mark begins no sentence
     for end in ends:
         piece = text[start:end]
         stripped_start = start + len(piece) - len(piece.lstrip())
