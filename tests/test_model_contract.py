@@ -1,6 +1,14 @@
-"""A model defined outside the package (tests/helpers/tiny_parser.py, with its own config and training recipe) goes
+"""What shared code asks of a model, shown two ways.
+
+A model defined outside the package (tests/helpers/tiny_parser.py, with its own config and training recipe) goes
 through the pipeline, the CLI's `parse` and `evaluate`, the parser training entry, bundling and a Hub export without
-any change to shared code: its `MODEL_SPEC` (tests/helpers/tiny_parser_spec.py), registered."""
+any change to shared code: its `MODEL_SPEC` (tests/helpers/tiny_parser_spec.py), registered.
+
+Every registered model type goes through the checks below on the tiny models its spec declares
+(`ModelSpec.tiny_models`): a saved folder passes the folder checks and parses at the command line, exports with its
+card and parses the same as remote code, and its training recipe is one a training entry takes (the parse contract
+and options: tests/pipelines/test_parse_options.py). A model added as CONTRIBUTING says is tested without editing
+this file (tests/test_adding_a_model.py)."""
 
 import json
 import subprocess
@@ -8,9 +16,12 @@ import sys
 
 import pytest
 
-from hf_structure import register_model
+from hf_structure import model_spec, register_model
+from hf_structure.configuration_utils import StructureConfig
 from hf_structure.data.tokenization import build_word_tokenizer
+from hf_structure.registry import MODEL_SPECS
 from tests.helpers.paths import FIXTURES, ROOT
+from tests.helpers.tiny_models import declared_tiny_models, save_declared_tiny_model
 from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
 from tests.helpers.tiny_parser_spec import MODEL_SPEC
 
@@ -254,3 +265,132 @@ def test_training_recipes_are_imported_only_to_train():
         if line.lstrip().startswith(("from ", "import ")) and "training" in line
     ]
     assert hub_code and importing == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every registered model type, on the tiny models its spec declares.
+
+TINY_MODELS = declared_tiny_models()
+PACKAGE_MODEL_TYPES = [
+    model_type for model_type, spec in MODEL_SPECS.items() if spec.config_class.__module__.startswith("hf_structure.")
+]
+WORDS = ["the", "old", "man", "sat", "on", "the", "bench", "."]
+
+
+@pytest.fixture(scope="module")
+def tiny_folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {name: save_declared_tiny_model(name, root / name) for name in TINY_MODELS}
+
+
+@pytest.mark.parametrize("model_type", PACKAGE_MODEL_TYPES)
+def test_each_model_type_of_the_package_declares_tiny_models_of_its_own(model_type):
+    """The shared tests run a model type through its tiny models: one that declared none would go untested."""
+    names = [tiny.name for tiny in model_spec(model_type).tiny_models]
+    others = [tiny.name for spec in MODEL_SPECS.values() if spec.model_type != model_type for tiny in spec.tiny_models]
+    assert names, f"{model_type}: its ModelSpec declares no tiny_models"
+    assert len(set(names)) == len(names) and not set(names) & set(others), f"{model_type}: {names} among {others}"
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_each_tiny_model_saves_a_folder_that_passes_the_checks_and_parses_at_the_command_line(
+    name, tiny_folders, tmp_path
+):
+    from hf_structure import cli
+    from hf_structure.bundled import check_model_folder
+
+    spec, _ = TINY_MODELS[name]
+    check_model_folder(tiny_folders[name])
+    out = tmp_path / "out.jsonl"
+    cli.main(["parse", "--model", str(tiny_folders[name]), "--output", str(out), "The old man sat on the bench."])
+    (line,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert line["words"] == ["The", *WORDS[1:]]
+    assert set(spec.parse_outputs) - {"scores"} <= set(line)  # scores only when asked for (--scores)
+
+
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_each_tiny_model_exports_with_its_card_and_parses_the_same_without_hf_structure(name, tiny_folders, tmp_path):
+    import shutil
+
+    from transformers import pipeline
+
+    from hf_structure.hub import EVAL_RECORD, TRAINING_RECORD, export_model_folder
+    from hf_structure.hub.records import write_json
+    from tests.helpers.remote_code import parse_without_hf_structure
+
+    spec, _ = TINY_MODELS[name]
+    folder = shutil.copytree(tiny_folders[name], tmp_path / name)
+    write_json(folder / EVAL_RECORD, {"dataset": "two sentences", **{metric.key: 50.0 for metric in spec.card_metrics}})
+    write_json(folder / TRAINING_RECORD, {"command": "x", "wall_time_s": 1, "machine": "x", "steps": 1, "epochs": 1})
+    out = export_model_folder(folder, tmp_path / "export", repo_id=f"org/{name}")
+    card = (out / "README.md").read_text()
+    assert f"# {name}" in card and all(f"| {metric.label} |" in card for metric in spec.card_metrics)
+    code_classes = [spec.config_class, *spec.auto_classes.values()]
+    assert all((out / f"{cls.__module__.rsplit('.', 1)[-1]}.py").is_file() for cls in code_classes)
+    sentences = [WORDS, ["a", "dog", "ran"]]
+    expected = pipeline("unsupervised-parsing", model=str(out))(sentences, is_split_into_words=True)
+    assert parse_without_hf_structure(out, sentences, tmp_path, is_split_into_words=True) == expected
+
+
+@pytest.mark.parametrize("model_type", [model_type for model_type, spec in MODEL_SPECS.items() if spec.training])
+def test_each_model_type_s_training_recipe_is_one_a_training_entry_takes(model_type):
+    from hf_structure.training import LanguageModelTraining, ParserTraining
+
+    assert isinstance(model_spec(model_type).training_recipe(), (LanguageModelTraining, ParserTraining))
+
+
+class WrongAutoMapConfig(TinyParserConfig):
+    """A config whose `default_auto_map` names another model class than its spec's (and a class it has not)."""
+
+    model_type = "wrong-auto-map-test-parser"
+    default_auto_map = {
+        "AutoConfig": "test_model_contract.WrongAutoMapConfig",
+        "AutoModel": "tiny_parser.TinyParserModel",
+        "AutoModelForMaskedLM": "test_model_contract.WrongAutoMapModel",
+    }
+
+
+class WrongAutoMapModel(TinyParserModel):
+    config_class = WrongAutoMapConfig
+
+
+class NoAutoMapConfig(StructureConfig):
+    """A config that names no class: it keeps `StructureConfig`'s empty `default_auto_map`."""
+
+    model_type = "no-auto-map-test-parser"
+
+
+class NoAutoMapModel(TinyParserModel):
+    config_class = NoAutoMapConfig
+
+
+def test_a_config_whose_default_auto_map_is_not_the_spec_s_classes_is_not_registered():
+    from hf_structure import ModelSpec
+
+    for config_class, model_class, mismatch in (
+        (
+            WrongAutoMapConfig,
+            WrongAutoMapModel,
+            "AutoModel is 'tiny_parser.TinyParserModel', not 'test_model_contract.WrongAutoMapModel'; "
+            "AutoModelForMaskedLM is not among them",
+        ),
+        (
+            NoAutoMapConfig,
+            NoAutoMapModel,
+            "AutoConfig ('test_model_contract.NoAutoMapConfig') is missing; "
+            "AutoModel ('test_model_contract.NoAutoMapModel') is missing",
+        ),
+    ):
+        spec = ModelSpec(
+            config_class=config_class,
+            auto_classes={"AutoModel": model_class},
+            parsing_class="AutoModel",
+            card_metrics=(),
+        )
+        with pytest.raises(ValueError) as error:
+            register_model(spec)
+        assert str(error.value) == (
+            f"{config_class.model_type}: {config_class.__name__}.default_auto_map does not name the spec's "
+            f"auto_classes and the config class: {mismatch}"
+        )
+        assert config_class.model_type not in MODEL_SPECS

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from transformers import AutoConfig, PreTrainedConfig, PreTrainedModel
 
@@ -40,6 +41,44 @@ class CardMetric:
     dataset: dict | None = None
     lower_is_better: bool = False
     metric_type: str | None = None
+
+
+TINY_TOKENIZERS = ("words", "word_pieces")
+
+
+@dataclass(frozen=True)
+class TinyModel:
+    """A tiny random model of a type, which the shared tests build from its spec and run through the parse contract,
+    the pipeline's and the command line's options, and the Hub export (`tests/helpers/tiny_models.py` builds it).
+    Nothing outside the tests reads it.
+
+    Args:
+        name: the model's name in test ids: the model type for its first tiny model, another name for a variant
+            (e.g. `fast_r2d2`, R2D2 with Fast-R2D2's pruning, which takes other tree decodings).
+        config: the config class's settings of a model a few units wide and one or two layers deep, its vocabulary
+            at least as large as the tests' tokenizer (a few dozen tokens; the embedding may have spare rows).
+        accepted_options: every option a call may give it, with the values each takes, as the pipeline's
+            `accepted_options` reports them (its own `structures`, `return_scores` and `keep_punctuation`, then the
+            model's `parse_options`).
+        refused_options: option -> a value the tests give it to be refused, where another than the tests' own
+            choice is worth testing (a misspelt value, one no model takes). For every option some registered tiny
+            model takes, the tests choose a value this one refuses, if there is one: the first such value another
+            model takes.
+        tokenizer: what the model reads: `"words"`, a word vocabulary (`data.tokenization.build_word_tokenizer`), or
+            `"word_pieces"`, a WordPiece vocabulary, as a pretrained BERT encoder's.
+    """
+
+    name: str
+    config: dict[str, Any]
+    accepted_options: dict[str, tuple]
+    refused_options: dict[str, Any] = field(default_factory=dict)
+    tokenizer: str = "words"
+
+    def __post_init__(self):
+        if self.tokenizer not in TINY_TOKENIZERS:
+            raise ValueError(
+                f"tiny model {self.name!r}: tokenizer must be one of {TINY_TOKENIZERS}, got {self.tokenizer!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -66,6 +105,8 @@ class ModelSpec:
             masked_lm_perplexities`, keys `mlm_ppl`, `mlm_ppl_paper`, ...).
         training: the module (`package.module`) that holds the model's training recipe as `TRAINING` (a
             `hf_structure.training.LanguageModelTraining` or `ParserTraining`); imported only to train or bundle.
+        tiny_models: the tiny random models of the type that the shared tests build (`TinyModel`); every model of
+            the package declares at least one.
     """
 
     config_class: type[PreTrainedConfig]
@@ -79,6 +120,7 @@ class ModelSpec:
     bundled: tuple[str, ...] = field(default_factory=tuple)
     perplexity: Callable[..., dict[str, float]] | None = None
     training: str | None = None
+    tiny_models: tuple[TinyModel, ...] = ()
 
     @property
     def model_type(self) -> str:
@@ -124,11 +166,40 @@ def _check_parse_contract(model_type: str, model_class: type) -> None:
         raise TypeError(f"{name} has parse but no valid parse_outputs (a tuple of {', '.join(PARSE_OUTPUTS)})")
 
 
+def _check_auto_map(spec: ModelSpec) -> None:
+    """A clear error when the config class's `default_auto_map` (what every saved folder's `auto_map` names, so that
+    it loads as remote code) is not the spec's Auto classes and the config class itself, each as `module.Class` of
+    its generated file: a folder saved from it would load other classes where hf_structure is not installed. A
+    config class without `default_auto_map` (not a `StructureConfig`) leaves `auto_map` to transformers'
+    `register_for_auto_class`."""
+    declared = getattr(spec.config_class, "default_auto_map", None)
+    if declared is None:
+        return
+    expected = {
+        auto_name: f"{model_class.__module__.rsplit('.', 1)[-1]}.{model_class.__name__}"
+        for auto_name, model_class in {"AutoConfig": spec.config_class, **spec.auto_classes}.items()
+    }
+    mismatches = [
+        f"{auto_name} is {declared[auto_name]!r}, not {name!r}"
+        if auto_name in declared
+        else f"{auto_name} ({name!r}) is missing"
+        for auto_name, name in expected.items()
+        if declared.get(auto_name) != name
+    ]
+    mismatches += [f"{auto_name} is not among them" for auto_name in declared if auto_name not in expected]
+    if mismatches:
+        raise ValueError(
+            f"{spec.model_type}: {spec.config_class.__name__}.default_auto_map does not name the spec's auto_classes "
+            f"and the config class: {'; '.join(mismatches)}"
+        )
+
+
 MODEL_SPECS: dict[str, ModelSpec] = {}
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:
-    """Record `spec` and register its classes with the Auto classes (and `auto_map`, for remote code)."""
+    """Record `spec` and register its classes with the Auto classes (and `auto_map`, for remote code), after
+    checking that its parsing classes declare the parse contract and its config's `default_auto_map` names them."""
     import transformers
 
     if spec.parsing_class not in spec.auto_classes:
@@ -136,6 +207,7 @@ def register_model(spec: ModelSpec) -> ModelSpec:
     for model_class in spec.auto_classes.values():
         if hasattr(model_class, "parse"):
             _check_parse_contract(spec.model_type, model_class)
+    _check_auto_map(spec)
     AutoConfig.register(spec.model_type, spec.config_class, exist_ok=True)
     spec.config_class.register_for_auto_class()
     for auto_name, model_class in spec.auto_classes.items():

@@ -20,14 +20,29 @@ SENTENCES = [
     },
 ]
 DEPRELS = sorted({label for sentence in SENTENCES for label in sentence["deprels"]})
+# The tiny BERT's WordPiece vocabulary: BERT's special tokens, the sentences' words and a few more words and pieces.
+WORD_PIECES = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    *sorted({w for s in SENTENCES for w in s["words"]} | {"##s", "##ing", "old", "man", "sat", "bench"}),
+]
+
+
+def word_piece_tokenizer():
+    """The tiny BERT's WordPiece tokenizer (`WORD_PIECES`)."""
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast(vocab={piece: index for index, piece in enumerate(WORD_PIECES)})
 
 
 def write_tiny_bert(folder: Path) -> Path:
     """Save a tiny random BERT (3 layers of width 32) and its WordPiece tokenizer to `folder`."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    words = sorted({w for s in SENTENCES for w in s["words"]} | {"##s", "##ing", "old", "man", "sat", "bench"})
-    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    (folder / "vocab.txt").write_text("\n".join(WORD_PIECES) + "\n")
     tokenizer = BertTokenizerFast(vocab=str(folder / "vocab.txt"))
     torch.manual_seed(0)
     config = BertConfig(

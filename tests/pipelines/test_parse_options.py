@@ -1,93 +1,29 @@
 """The parse contract: each model declares beside `parse` the options it takes (`parse_options`) and what its parses
 hold (`parse_outputs`); the pipeline and `hf-structure parse` check every call against that declaration before
 anything is parsed, and refuse an option a model does not take the same way, with one `UnsupportedOptionError`
-naming the option, the model and what it takes (one test per option and model, on tiny random models)."""
+naming the option, the model and what it takes (one test per option and model, on the tiny random models that the
+registered model types declare: `ModelSpec.tiny_models`)."""
 
 import pytest
 
-from hf_structure import (
-    ArcHybridConfig,
-    ArcHybridForParsing,
-    G2GTrConfig,
-    G2GTrForParsing,
-    R2D2Config,
-    R2D2ForLanguageModeling,
-    StructFormerConfig,
-    UnsupportedOptionError,
-    model_spec,
-)
+from hf_structure import UnsupportedOptionError, model_spec
 from hf_structure.cli import main
-from hf_structure.data.tokenization import build_word_tokenizer
-from tests.helpers.tiny_models import save_tiny_model
-from tests.helpers.tiny_treebank import DEPRELS
+from hf_structure.cli.parse import option_flag
+from hf_structure.registry import MODEL_SPECS
+from tests.helpers.tiny_models import declared_tiny_models, save_declared_tiny_model
 
 WORDS = ["the", "old", "man", "sat", "on", "the", "bench"]
-MODELS = ("structformer", "r2d2", "fast_r2d2", "arc_hybrid", "g2gtr")
-
-
-def save(model, tokenizer, folder):
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+TINY_MODELS = declared_tiny_models()
+MODELS = tuple(TINY_MODELS)
+# What each model takes: the contract as its model type documents it (`TinyModel.accepted_options`).
+ACCEPTED = {name: tiny.accepted_options for name, (_, tiny) in TINY_MODELS.items()}
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory, bert_folder):
-    """A tiny random checkpoint of each model (both R2D2 prunings: they take different tree decodings)."""
-    import torch
-    from transformers import AutoTokenizer
-
+def folders(tmp_path_factory):
+    """A tiny random checkpoint of each declared tiny model."""
     root = tmp_path_factory.mktemp("contract")
-    words = build_word_tokenizer([" ".join(WORDS)])
-    pieces = AutoTokenizer.from_pretrained(bert_folder)
-    torch.manual_seed(0)
-    r2d2 = dict(
-        vocab_size=len(words),
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_composition_layers=1,
-        window_size=2,
-    )
-    bert = dict(
-        vocab_size=len(pieces),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        deprels=DEPRELS,
-    )
-    return {
-        "structformer": str(save_tiny_model(root / "structformer", max_position_embeddings=16)),
-        "r2d2": save(R2D2ForLanguageModeling(R2D2Config(**r2d2)), words, root / "r2d2"),
-        "fast_r2d2": save(
-            R2D2ForLanguageModeling(
-                R2D2Config(**r2d2, pruning="parser", parser_embedding_size=8, parser_hidden_size=8, parser_num_layers=1)
-            ),
-            words,
-            root / "fast_r2d2",
-        ),
-        "arc_hybrid": save(
-            ArcHybridForParsing(ArcHybridConfig(**bert, arc_size=16, label_size=16, step_size=16)),
-            pieces,
-            root / "arc_hybrid",
-        ),
-        "g2gtr": save(
-            G2GTrForParsing(G2GTrConfig(**bert, action_hidden_size=16, label_hidden_size=16)), pieces, root / "g2gtr"
-        ),
-    }
-
-
-def test_the_contract_covers_every_model_the_package_registers(folders):
-    """A model added to the package (one folder, found by discovery) must get a tiny checkpoint here."""
-    from transformers import AutoConfig
-
-    from hf_structure.registry import MODEL_SPECS
-
-    covered = {AutoConfig.from_pretrained(folder).model_type for folder in folders.values()}
-    package = {name for name, spec in MODEL_SPECS.items() if spec.config_class.__module__.startswith("hf_structure.")}
-    assert package <= covered, f"no tiny checkpoint in the contract tests for {sorted(package - covered)}"
+    return {name: str(save_declared_tiny_model(name, root / name)) for name in MODELS}
 
 
 @pytest.fixture(scope="module")
@@ -97,73 +33,39 @@ def parsers(folders):
     return {name: pipeline("unsupervised-parsing", model=folder) for name, folder in folders.items()}
 
 
-# What each model takes: the contract as documented (README, the pipeline's `accepted_options`).
-ACCEPTED = {
-    "structformer": {
-        "structures": ("constituency", "dependency"),
-        "return_scores": (False, True),
-        "keep_punctuation": (True, False),
-        "head_decoding": ("eisner", "chu-liu-edmonds", "argmax"),
-    },
-    "r2d2": {
-        "structures": ("constituency",),
-        "return_scores": (False,),
-        "keep_punctuation": (True, False),
-        "tree_decoding": ("chart",),
-    },
-    "fast_r2d2": {
-        "structures": ("constituency",),
-        "return_scores": (False,),
-        "keep_punctuation": (True, False),
-        "tree_decoding": ("parser", "chart"),
-    },
-    "arc_hybrid": {
-        "structures": ("dependency",),
-        "return_scores": (False,),
-        "keep_punctuation": (True,),
-        "head_decoding": ("derivation", "eisner"),
-    },
-    "g2gtr": {"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,)},
-}
+def refused_values() -> dict[str, dict[str, object]]:
+    """For every option some model takes, and every model that does not take all the values the models take, a
+    value it refuses (the option, for a model that does not take it at all): the one its tiny model declares
+    (`TinyModel.refused_options`), else the first value another model takes and it does not (for `structures`, a
+    list, as `--structures` gives it)."""
+    known: dict[str, list] = {}
+    for accepted in ACCEPTED.values():
+        for option, values in accepted.items():
+            known.setdefault(option, []).extend(value for value in values if value not in known[option])
+    refused: dict[str, dict[str, object]] = {}
+    for name, (_, tiny) in TINY_MODELS.items():
+        for option in dict.fromkeys([*known, *tiny.refused_options]):
+            others = [value for value in known.get(option, ()) if value not in ACCEPTED[name].get(option, ())]
+            if option in tiny.refused_options:
+                refused.setdefault(option, {})[name] = tiny.refused_options[option]
+            elif others:
+                refused.setdefault(option, {})[name] = (others[0],) if option == "structures" else others[0]
+    return refused
 
-# For every option and model, a value the model does not take (None: it takes every value of that option), and the
-# command line that gives it.
-REFUSED = {
-    "head_decoding": {
-        "structformer": "derivation",
-        "r2d2": "eisner",
-        "fast_r2d2": "eisner",
-        "arc_hybrid": "argmax",
-        "g2gtr": "eisner",
-    },
-    "tree_decoding": {
-        "structformer": "chart",
-        "r2d2": "parser",
-        "fast_r2d2": "greedy",
-        "arc_hybrid": "chart",
-        "g2gtr": "chart",
-    },
-    "structures": {
-        "structformer": ("dependencies",),
-        "r2d2": ("dependency",),
-        "fast_r2d2": ("dependency",),
-        "arc_hybrid": ("constituency",),
-        "g2gtr": ("constituency", "dependency"),
-    },
-    "return_scores": {"structformer": None, "r2d2": True, "fast_r2d2": True, "arc_hybrid": True, "g2gtr": True},
-    "keep_punctuation": {"structformer": None, "r2d2": None, "fast_r2d2": None, "arc_hybrid": False, "g2gtr": False},
-}
-CASES = [(option, name) for option, values in REFUSED.items() for name, value in values.items() if value is not None]
+
+# For every option and model, a value the model does not take, and the command line that gives it.
+REFUSED = refused_values()
+CASES = [(option, name) for option, values in REFUSED.items() for name in values]
 
 
 def flags_of(option, value) -> list[str]:
-    return {
-        "head_decoding": ["--head-decoding", str(value)],
-        "tree_decoding": ["--tree-decoding", str(value)],
+    """The pipeline's own options have flags of their own; a model's options, one each, named after them."""
+    shared = {
         "structures": ["--structures", ",".join(value) if isinstance(value, tuple) else str(value)],
         "return_scores": ["--scores"],
         "keep_punctuation": ["--drop-punctuation"],
-    }[option]
+    }
+    return shared.get(option, [option_flag(option), str(value)])
 
 
 def expected_message(name, option, value) -> str:
@@ -200,7 +102,7 @@ def test_every_value_a_model_takes_parses(parsers, name):
             assert parser(WORDS, is_split_into_words=True, **{option: value})["words"] == WORDS
 
 
-@pytest.mark.parametrize(("option", "name"), CASES)
+@pytest.mark.parametrize(("option", "name"), CASES, ids=[f"{option}-{name}" for option, name in CASES])
 def test_the_pipeline_refuses_an_option_before_parsing(parsers, no_parsing, option, name):
     parser, value = parsers[name], REFUSED[option][name]
     model = parser.model
@@ -215,7 +117,7 @@ def test_the_pipeline_refuses_an_option_before_parsing(parsers, no_parsing, opti
         type(parser)(model=model, tokenizer=parser.tokenizer, **{option: value})
 
 
-@pytest.mark.parametrize(("option", "name"), CASES)
+@pytest.mark.parametrize(("option", "name"), CASES, ids=[f"{option}-{name}" for option, name in CASES])
 def test_the_cli_refuses_an_option_before_parsing_in_one_line(parsers, folders, no_parsing, tmp_path, option, name):
     value = REFUSED[option][name]
     flags = flags_of(option, value)
@@ -238,14 +140,14 @@ def test_a_misspelt_option_and_several_refused_options_are_named_together(parser
     assert error_info.value.options == ("return_scores", "head_decoding")
 
 
-@pytest.mark.parametrize("name", ["r2d2", "fast_r2d2"])
+@pytest.mark.parametrize("name", [name for name, (spec, _) in TINY_MODELS.items() if "heads" not in spec.parse_outputs])
 def test_the_cli_refuses_conllu_for_a_model_without_heads_before_parsing(parsers, folders, no_parsing, name, tmp_path):
     model, out = parsers[name].model, tmp_path / "out.conllu"
     with pytest.raises(SystemExit) as exit_info:
         main(["parse", "--model", folders[name], "--conllu", "--output", str(out), " ".join(WORDS)])
     assert exit_info.value.code == (
-        f"hf-structure parse: --conllu: R2D2Model (model type 'r2d2', {model.name_or_path}) gives no dependency heads, "
-        "which CoNLL-U holds; use --json, --draw or --svg"
+        f"hf-structure parse: --conllu: {type(model).__name__} (model type {model.config.model_type!r}, "
+        f"{model.name_or_path}) gives no dependency heads, which CoNLL-U holds; use --json, --draw or --svg"
     )
     assert not out.exists()
 
@@ -305,12 +207,26 @@ def test_an_exported_folder_refuses_the_same_way_without_hf_structure(parsers, t
 # ---------------------------------------------------------------------------------------------------------------
 # Word conventions: raw text is cut into words as each model's training text was, unless a call or config says else.
 
-CONVENTIONS = {"structformer": "ptb", "r2d2": "ptb", "fast_r2d2": "ptb", "arc_hybrid": "ud", "g2gtr": "ud"}
+# The package's models cut raw text as their training text was: the PTB's (the language models) or EWT's (the
+# supervised parsers). Every model type's tiny model cuts text as its config class says (`default_word_convention`).
+TRAINING_TEXT_CONVENTIONS = {"structformer": "ptb", "r2d2": "ptb", "arc_hybrid": "ud", "g2gtr": "ud"}
 HYPHENATED = "A well-known man and/or his dog ran."
 WORDS_BY_CONVENTION = {
     "ptb": ["A", "well-known", "man", "and/or", "his", "dog", "ran", "."],
     "ud": ["A", "well", "-", "known", "man", "and", "/", "or", "his", "dog", "ran", "."],
 }
+
+
+def convention_of(name) -> str:
+    spec, _ = TINY_MODELS[name]
+    return spec.config_class.default_word_convention
+
+
+def test_the_package_s_models_cut_text_into_words_as_their_training_text_was():
+    assert {
+        model_type: model_spec(model_type).config_class.default_word_convention
+        for model_type in TRAINING_TEXT_CONVENTIONS
+    } == TRAINING_TEXT_CONVENTIONS
 
 
 def words_of(results) -> list[list[str]]:
@@ -323,7 +239,7 @@ def words_of(results) -> list[list[str]]:
 @pytest.mark.parametrize("name", MODELS)
 def test_each_model_type_cuts_text_into_words_as_its_training_text_was(parsers, name):
     parser = parsers[name]
-    convention = CONVENTIONS[name]
+    convention = convention_of(name)
     assert parser.model.config.word_convention == convention
     assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[convention]]
     # Word lists are taken as given, in any convention.
@@ -336,7 +252,8 @@ def test_each_model_type_cuts_text_into_words_as_its_training_text_was(parsers, 
 @pytest.mark.parametrize("name", ["structformer", "g2gtr"])
 def test_a_call_or_the_pipeline_overrides_the_model_s_word_convention(parsers, name):
     parser = parsers[name]
-    other = "ud" if CONVENTIONS[name] == "ptb" else "ptb"
+    own = convention_of(name)
+    other = "ud" if own == "ptb" else "ptb"
     expected = [WORDS_BY_CONVENTION[other]]
     assert words_of(parser(HYPHENATED, word_convention=other)) == expected
     assert [words_of(results) for results in parser([HYPHENATED] * 3, batch_size=2, word_convention=other)] == [
@@ -346,8 +263,8 @@ def test_a_call_or_the_pipeline_overrides_the_model_s_word_convention(parsers, n
     assert [words_of(results) for results in generated] == [expected]
     made_so = type(parser)(model=parser.model, tokenizer=parser.tokenizer, word_convention=other)
     assert words_of(made_so(HYPHENATED)) == expected
-    assert words_of(made_so(HYPHENATED, word_convention=CONVENTIONS[name])) == [WORDS_BY_CONVENTION[CONVENTIONS[name]]]
-    assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[CONVENTIONS[name]]]  # the pipeline's own is unchanged
+    assert words_of(made_so(HYPHENATED, word_convention=own)) == [WORDS_BY_CONVENTION[own]]
+    assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[own]]  # the pipeline's own is unchanged
 
 
 def test_an_unknown_word_convention_is_an_error_naming_the_conventions(parsers):
@@ -360,12 +277,10 @@ def test_an_unknown_word_convention_is_an_error_naming_the_conventions(parsers):
         )
 
 
-@pytest.mark.parametrize(
-    "config_class", [ArcHybridConfig, G2GTrConfig, R2D2Config, StructFormerConfig], ids=lambda c: c.model_type
-)
-def test_each_config_class_gives_its_model_type_s_word_convention_which_a_config_may_override(config_class):
-    default = CONVENTIONS[config_class.model_type]
-    assert config_class().word_convention == default
+@pytest.mark.parametrize("model_type", list(MODEL_SPECS))
+def test_each_config_class_gives_its_model_type_s_word_convention_which_a_config_may_override(model_type):
+    config_class = model_spec(model_type).config_class
+    assert config_class().word_convention == config_class.default_word_convention
     for convention in ("ptb", "ud"):
         config = config_class(word_convention=convention)
         assert config.word_convention == convention
@@ -381,17 +296,18 @@ def test_a_saved_config_states_the_convention_and_one_without_it_takes_the_model
 
     from transformers import pipeline
 
-    other = "ud" if CONVENTIONS[name] == "ptb" else "ptb"
+    own = convention_of(name)
+    other = "ud" if own == "ptb" else "ptb"
     folder = shutil.copytree(folders[name], tmp_path / name)
     config = json.loads((folder / "config.json").read_text())
-    assert config["word_convention"] == CONVENTIONS[name]
+    assert config["word_convention"] == own
     (folder / "config.json").write_text(json.dumps({**config, "word_convention": other}))
     assert words_of(pipeline("unsupervised-parsing", model=str(folder))(HYPHENATED)) == [WORDS_BY_CONVENTION[other]]
     del config["word_convention"]  # a folder saved before the conventions (the bundled checkpoints' config.json)
     (folder / "config.json").write_text(json.dumps(config))
     parser = pipeline("unsupervised-parsing", model=str(folder))
-    assert parser.model.config.word_convention == CONVENTIONS[name]
-    assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[CONVENTIONS[name]]]
+    assert parser.model.config.word_convention == own
+    assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[own]]
 
 
 def test_an_exported_folder_cuts_words_by_its_convention_without_hf_structure(parsers, tmp_path):

@@ -409,22 +409,11 @@ def test_a_checkpoint_killed_while_saving_is_passed_over(tmp_path):
 
 
 def tiny_fast_r2d2():
-    from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling
+    from hf_structure.models.r2d2 import R2D2ForLanguageModeling
+    from tests.helpers.tiny_models import declared_tiny_config
 
     torch.manual_seed(0)
-    return R2D2ForLanguageModeling(
-        R2D2Config(
-            vocab_size=30,
-            hidden_size=16,
-            num_attention_heads=2,
-            intermediate_size=32,
-            num_composition_layers=1,
-            pruning="parser",
-            parser_embedding_size=8,
-            parser_hidden_size=8,
-            parser_num_layers=1,
-        )
-    )
+    return R2D2ForLanguageModeling(declared_tiny_config("fast_r2d2", vocab_size=30))
 
 
 def r2d2_trainer(tmp_path, own_args, **training):
@@ -697,3 +686,29 @@ def test_sentences_are_truncated_only_for_a_model_with_a_length_limit():
     tokenizer = build_word_tokenizer([line])
     assert tokenize_sentences([line], tokenizer, None)["length"] == [40]
     assert tokenize_sentences([line], tokenizer, 10)["length"] == [10]
+
+
+def test_a_new_model_reads_the_tokenizer_its_recipe_gives(tmp_path, monkeypatch):
+    """`LanguageModelTraining.new_tokenizer`: here a word vocabulary of the training text itself, not the PTB's."""
+    import dataclasses
+
+    from transformers import AutoTokenizer
+
+    from hf_structure.data.tokenization import build_word_tokenizer
+    from hf_structure.models.r2d2 import training_r2d2
+    from hf_structure.training.language_model import main
+
+    def tokenizer_of_the_text(arguments, lines):
+        return build_word_tokenizer(lines)
+
+    monkeypatch.setattr(
+        training_r2d2, "TRAINING", dataclasses.replace(training_r2d2.TRAINING, new_tokenizer=tokenizer_of_the_text)
+    )
+    text, out = tmp_path / "text.txt", tmp_path / "run"
+    text.write_text("the patient was given aspirin\nher blood pressure rose\n" * 4)
+    steps = ["--max_steps", "1", "--do_train", "--train_file", str(text), "--validation_file", str(text)]
+    main([*TINY_R2D2, *COMMON, *steps, "--output_dir", str(out)], "structformer")
+    words = ["the", "patient", "was", "given", "aspirin", "her", "blood", "pressure", "rose"]
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert sorted(tokenizer.get_vocab()) == sorted(["<pad>", "<mask>", "<unk>", *words])
+    assert json.loads((out / "config.json").read_text())["vocab_size"] == len(words) + 3

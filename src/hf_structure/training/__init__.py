@@ -39,6 +39,9 @@ class LanguageModelTraining:
         training_columns: `(arguments, model, dataset, lines, output folder) -> dataset`: the training examples
             (one a non-empty line of `lines`, in order) with columns of the model's own objective added, e.g. a
             teacher's trees; it may set training-only config (a parser's target). None: the examples as they are.
+        new_tokenizer: `(arguments, lines) -> tokenizer` of a new model, from the training sentences (`lines`), e.g.
+            a vocabulary of their words or a pretrained encoder's tokenizer that the arguments name. None: a word
+            vocabulary of the PTB LM train text (its 10k words, whatever the training text).
     """
 
     arguments: type
@@ -48,6 +51,7 @@ class LanguageModelTraining:
     callbacks: Callable[[Any], list] | None = None
     eval_loss_is_word_cross_entropy: bool = True
     training_columns: Callable[[Any, Any, Any, list[str], str], Any] | None = None
+    new_tokenizer: Callable[[Any, list[str]], Any] | None = None
 
 
 def no_further_storage(model) -> list:

@@ -108,9 +108,12 @@ def _text_lines(path: str, option: str) -> list[str]:
         raise TrainingDataError(f"{option}: {error}") from None
 
 
-def model_and_tokenizer_for_training(model_args: ModelArguments, recipe: LanguageModelTraining, own_args):
-    """A saved model and its tokenizer, or a new model (its recipe's config from `own_args`) over a word vocabulary
-    built from the PTB train split."""
+def model_and_tokenizer_for_training(
+    model_args: ModelArguments, recipe: LanguageModelTraining, own_args, train_lines: list[str]
+):
+    """A saved model and its tokenizer, or a new model (its recipe's config from `own_args`) over its recipe's
+    tokenizer of the training sentences `train_lines` (`new_tokenizer`), by default a word vocabulary of the PTB
+    train split."""
     spec = model_spec(model_args.model_type)  # type: ignore[arg-type]  # parse_arguments sets model_type
     if model_args.model_name_or_path:
         from ..bundled import load_model_and_tokenizer
@@ -119,8 +122,11 @@ def model_and_tokenizer_for_training(model_args: ModelArguments, recipe: Languag
         if model_args.config_overrides:
             apply_config_overrides(model.config, model_args.config_overrides)
         return model, tokenizer
-    # The PTB vocabulary is fixed by the LM text (10k words); the evaluation lines are never read for training.
-    tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
+    if recipe.new_tokenizer:
+        tokenizer = recipe.new_tokenizer(own_args, train_lines)
+    else:
+        # The PTB vocabulary is fixed by the LM text (10k words); the evaluation lines are never read for training.
+        tokenizer = build_word_tokenizer(ptb_lm_lines("train", exclude_wsj_00_01=False))
     config = recipe.new_config(own_args, tokenizer)
     if model_args.config_overrides:
         apply_config_overrides(config, model_args.config_overrides)
@@ -152,7 +158,7 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         train_lines = train_lines[: data_args.max_train_samples]
     if data_args.max_eval_samples:
         valid_lines = valid_lines[: data_args.max_eval_samples]
-    model, tokenizer = model_and_tokenizer_for_training(model_args, recipe, own_args)
+    model, tokenizer = model_and_tokenizer_for_training(model_args, recipe, own_args, train_lines)
     max_length = getattr(model, "max_parse_words", None)  # a model that parses any length takes any sentence
     train_dataset = tokenize_sentences(train_lines, tokenizer, max_length)
     eval_dataset = tokenize_sentences(valid_lines, tokenizer, max_length)

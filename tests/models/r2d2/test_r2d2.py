@@ -21,7 +21,7 @@ from tests.helpers.reference_r2d2 import (
     reference_composition_transformer,
     tree_spans,
 )
-from tests.helpers.tiny_models import save_tiny_r2d2
+from tests.helpers.tiny_models import declared_tiny_config, save_tiny_r2d2
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -30,16 +30,9 @@ TINY_PARSER = {"parser_embedding_size": 8, "parser_hidden_size": 8, "parser_num_
 
 
 def tiny_model(window_size=4, **overrides) -> R2D2ForLanguageModeling:
+    """R2D2's declared tiny model, two composition layers deep, over 40 word ids."""
     torch.manual_seed(0)
-    config = R2D2Config(
-        vocab_size=40,
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_composition_layers=2,
-        window_size=window_size,
-        **overrides,
-    )
+    config = declared_tiny_config("r2d2", vocab_size=40, num_composition_layers=2, window_size=window_size, **overrides)
     return R2D2ForLanguageModeling(config).eval()
 
 
@@ -210,16 +203,7 @@ def test_parse_gives_binary_trees_over_words(tmp_path):
     from hf_structure.data.tokenization import build_word_tokenizer
 
     tokenizer = build_word_tokenizer(["the old man sat on the bench", "a dog barked"])
-    config = R2D2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_composition_layers=1,
-        window_size=2,
-        parse_window_size=3,
-    )
-    model = R2D2ForLanguageModeling(config)
+    model = R2D2ForLanguageModeling(declared_tiny_config("r2d2", vocab_size=len(tokenizer), parse_window_size=3))
     model.save_pretrained(tmp_path)
     assert type(AutoModelForMaskedLM.from_pretrained(tmp_path)) is R2D2ForLanguageModeling
     assert type(AutoModel.from_pretrained(tmp_path)) is R2D2Model

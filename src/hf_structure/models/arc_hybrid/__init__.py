@@ -1,5 +1,5 @@
 from ...hub.card_metrics import ATTACHMENT
-from ...registry import ModelSpec
+from ...registry import ModelSpec, TinyModel
 from .configuration_arc_hybrid import ArcHybridConfig
 from .modeling_arc_hybrid import ArcHybridForParsing, ArcHybridOutput, ArcHybridPreTrainedModel
 
@@ -18,6 +18,32 @@ MODEL_SPEC = ModelSpec(
     pipeline_tag="token-classification",
     datasets=("universal_dependencies",),
     training="hf_structure.models.arc_hybrid.training_arc_hybrid",
+    tiny_models=(
+        TinyModel(
+            "arc_hybrid",
+            config=dict(
+                encoder_config=dict(
+                    vocab_size=64,
+                    hidden_size=16,
+                    num_hidden_layers=1,
+                    num_attention_heads=2,
+                    intermediate_size=32,
+                    max_position_embeddings=64,
+                ),
+                arc_size=16,
+                label_size=16,
+                step_size=16,
+                deprels=("root", "nsubj", "obj", "det", "punct"),
+            ),
+            tokenizer="word_pieces",
+            accepted_options={
+                "structures": ("dependency",),
+                "return_scores": (False,),
+                "keep_punctuation": (True,),
+                "head_decoding": ("derivation", "eisner"),
+            },
+        ),
+    ),
 )
 
 __all__ = ["MODEL_SPEC", "ArcHybridConfig", "ArcHybridForParsing", "ArcHybridOutput", "ArcHybridPreTrainedModel"]

@@ -1,5 +1,5 @@
 from ...hub.card_metrics import ATTACHMENT
-from ...registry import ModelSpec
+from ...registry import ModelSpec, TinyModel
 from .configuration_g2gtr import G2GTrConfig
 from .modeling_g2gtr import G2GTrForParsing, G2GTrPreTrainedModel
 
@@ -12,6 +12,27 @@ MODEL_SPEC = ModelSpec(
     pipeline_tag="token-classification",
     datasets=("universal_dependencies",),
     training="hf_structure.models.g2gtr.training_g2gtr",
+    tiny_models=(
+        TinyModel(
+            "g2gtr",
+            config=dict(
+                encoder_config=dict(
+                    vocab_size=64,
+                    hidden_size=16,
+                    num_hidden_layers=1,
+                    num_attention_heads=2,
+                    intermediate_size=32,
+                    max_position_embeddings=64,
+                ),
+                action_hidden_size=16,
+                label_hidden_size=16,
+                deprels=("root", "nsubj", "obj", "det", "punct"),
+            ),
+            tokenizer="word_pieces",
+            accepted_options={"structures": ("dependency",), "return_scores": (False,), "keep_punctuation": (True,)},
+            refused_options={"structures": ("constituency", "dependency")},  # one structure it gives, one it lacks
+        ),
+    ),
 )
 
 __all__ = ["MODEL_SPEC", "G2GTrConfig", "G2GTrForParsing", "G2GTrPreTrainedModel"]

@@ -1,6 +1,6 @@
 from ...evaluation.perplexity import masked_lm_perplexities
 from ...hub.card_metrics import UNSUPERVISED_PARSING, perplexity_metric
-from ...registry import CardMetric, ModelSpec
+from ...registry import CardMetric, ModelSpec, TinyModel
 from .configuration_structformer import StructFormerConfig
 from .modeling_structformer import StructFormerForMaskedLM, StructFormerModel, StructFormerPreTrainedModel
 
@@ -41,6 +41,26 @@ MODEL_SPEC = ModelSpec(
     bundled=("structformer-ptb",),
     perplexity=masked_lm_perplexities,
     training="hf_structure.models.structformer.training_structformer",
+    tiny_models=(
+        TinyModel(
+            "structformer",
+            config=dict(
+                vocab_size=64,
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                intermediate_size=64,
+                max_position_embeddings=16,
+            ),
+            accepted_options={
+                "structures": ("constituency", "dependency"),
+                "return_scores": (False, True),
+                "keep_punctuation": (True, False),
+                "head_decoding": ("eisner", "chu-liu-edmonds", "argmax"),
+            },
+            refused_options={"structures": ("dependencies",)},  # misspelt
+        ),
+    ),
 )
 
 __all__ = [

@@ -1,0 +1,369 @@
+"""CONTRIBUTING's "How to add a model", followed literally for a toy model in a copy of the repository: each numbered
+step is done as it says, in the toy's two folders only (`src/hf_structure/models/toy/`, `tests/models/toy/`); then the
+contract tests and the toy's own run on the copy, in a fresh interpreter, and nothing else in the copy has changed.
+
+It fails if CONTRIBUTING lacks a step the toy needs (a step does not say what the test does for it, or says more
+steps than the test follows), if a contract test fails for the toy or does not run for it (a shared test file would
+need editing), or if adding the toy changed a file outside its folders."""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from hf_structure.registry import MODEL_SPECS
+from tests.helpers.paths import ROOT
+
+NAME = "toy"
+COPIED = ("src", "scripts", "tests", "pyproject.toml", "CONTRIBUTING.md")
+CONTRACT_TESTS = ("tests/pipelines/test_parse_options.py", "tests/test_model_contract.py")
+# The package's model types, before the toy: a contract test that runs for each of them must run for the toy.
+MODEL_TYPES = [
+    model_type for model_type, spec in MODEL_SPECS.items() if spec.config_class.__module__.startswith("hf_structure.")
+]
+TOY_FILES = {
+    *(
+        f"src/hf_structure/models/{NAME}/{file}"
+        for file in (
+            f"modular_{NAME}.py",
+            f"configuration_{NAME}.py",
+            f"modeling_{NAME}.py",
+            "model_card.md",
+            "__init__.py",
+            f"training_{NAME}.py",
+        )
+    ),
+    f"tests/models/{NAME}/__init__.py",
+    f"tests/models/{NAME}/test_{NAME}.py",
+}
+
+# What each numbered step of CONTRIBUTING must say for the test to do what it does for that step.
+STEPS = {
+    1: (
+        "`models/<name>/`",
+        "`modular_<name>.py`",
+        "`<Name>Config(StructureConfig)`",
+        "`default_auto_map`",
+        "`python scripts/modular_converter.py --fix`",
+    ),
+    2: ("`parse(sentences, tokenizer, **options)`", "`parse_options`", "`parse_outputs`", "`ValueError`"),
+    3: ("`punctuation_policy`",),
+    4: ("`models/<name>/model_card.md`",),
+    5: (
+        "`MODEL_SPEC = ModelSpec(...)`",
+        "`models/<name>/__init__.py`",
+        "`tiny_models=`",
+        "`hf_structure.registry.TinyModel`",
+    ),
+    6: ("`models/<name>/training_<name>.py`", "`TRAINING`", "`ParserTraining`", "`training=`"),
+    7: ("`tests/models/<name>/`",),
+}
+
+# Step 1: the model, as transformers' modular files are written. Steps 2 and 3 are what it holds: the parse contract
+# and `parse` of its model class (which refuses a sentence too long with a ValueError), and its punctuation policy.
+MODULAR = '''\
+"""A toy dependency parser: a bilinear score of every (dependent, head) pair of word embeddings, and each word's
+best head on one side of it (`head_direction`), so that its heads always make a tree."""
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+
+from ...configuration_utils import StructureConfig
+
+
+class ToyConfig(StructureConfig):
+    model_type = "toy"
+    default_auto_map = {
+        "AutoConfig": "configuration_toy.ToyConfig",
+        "AutoModel": "modeling_toy.ToyForParsing",
+    }
+
+    def __init__(self, vocab_size=100, hidden_size=8, max_parse_words=64, punctuation_policy="keep", **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_parse_words = max_parse_words
+        super().__init__(punctuation_policy=punctuation_policy, **kwargs)
+
+
+class ToyPreTrainedModel(PreTrainedModel):
+    config_class = ToyConfig
+    base_model_prefix = "toy"
+
+
+class ToyForParsing(ToyPreTrainedModel):
+    parse_options = {"head_direction": ("left", "right")}
+    parse_outputs = ("heads", "deprels")
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.arc = nn.Bilinear(config.hidden_size, config.hidden_size, 1)
+        self.post_init()
+
+    @property
+    def max_parse_words(self) -> int:
+        return self.config.max_parse_words
+
+    def forward(self, input_ids, labels=None, **kwargs):
+        """`(B, L, L)` scores of word j heading word i; with `labels` (gold heads, 1-based, -100 at pads), also the
+        cross-entropy of each head on the left among the words before its dependent: `(loss, scores)`."""
+        hidden = self.embeddings(input_ids)
+        length = input_ids.size(1)
+        dependents = hidden[:, :, None].expand(-1, -1, length, -1).contiguous()
+        heads = hidden[:, None].expand(-1, length, -1, -1).contiguous()
+        scores = self.arc(dependents, heads).squeeze(-1)
+        if labels is None:
+            return scores
+        before = torch.ones(length, length, dtype=torch.bool, device=scores.device).tril(-1)
+        on_the_left = (labels > 0) & (labels - 1 < torch.arange(length, device=labels.device))
+        masked = scores.masked_fill(~before, torch.finfo(scores.dtype).min)
+        return nn.functional.cross_entropy(masked[on_the_left], (labels - 1)[on_the_left]), scores
+
+    @torch.no_grad()
+    def parse(self, sentences, tokenizer, head_direction="left"):
+        """Each word's best head before it (`"left"`: the first word heads the sentence) or after it (`"right"`:
+        the last word does)."""
+        for number, words in enumerate(sentences):
+            if len(words) > self.max_parse_words:
+                raise ValueError(
+                    f"sentence {number}: {len(words)} words; this model parses at most {self.max_parse_words}"
+                )
+        batch = [list(words) for words in sentences]
+        scores = self(tokenizer(batch, is_split_into_words=True, padding=True, return_tensors="pt")["input_ids"])
+        parses = []
+        for b, words in enumerate(sentences):
+            n = len(words)
+            if head_direction == "left":
+                heads = [0] + [int(scores[b, i, :i].argmax()) + 1 for i in range(1, n)]
+            else:
+                heads = [int(scores[b, i, i + 1 : n].argmax()) + i + 2 for i in range(n - 1)] + [0]
+            deprels = ["dep" if head else "root" for head in heads]
+            parses.append({"words": list(words), "heads": heads, "deprels": deprels})
+        return parses
+'''
+
+CARD = """\
+---
+{{ card_data }}
+---
+
+# {{ model_name }}
+
+A toy dependency parser. Load it with `AutoModel.from_pretrained("{{ repo_id }}", trust_remote_code=True)`.
+
+{{ results_table }}
+
+Trained with `{{ training.command }}` in {{ wall_time }}.
+"""
+
+SPEC = """\
+from ...hub.card_metrics import ATTACHMENT
+from ...registry import ModelSpec, TinyModel
+from .configuration_toy import ToyConfig
+from .modeling_toy import ToyForParsing, ToyPreTrainedModel
+
+MODEL_SPEC = ModelSpec(
+    config_class=ToyConfig,
+    auto_classes={"AutoModel": ToyForParsing},
+    parsing_class="AutoModel",
+    card_metrics=ATTACHMENT,
+    card_tags=("dependency-parsing",),
+    pipeline_tag="token-classification",
+    training="hf_structure.models.toy.training_toy",
+    tiny_models=(
+        TinyModel(
+            "toy",
+            config={"vocab_size": 32, "hidden_size": 8},
+            accepted_options={
+                "structures": ("dependency",),
+                "return_scores": (False,),
+                "keep_punctuation": (True,),
+                "head_direction": ("left", "right"),
+            },
+            refused_options={"head_direction": "up"},
+        ),
+    ),
+)
+
+__all__ = ["MODEL_SPEC", "ToyConfig", "ToyForParsing", "ToyPreTrainedModel"]
+"""
+
+RECIPE = '''\
+"""The toy parser's training recipe: a word vocabulary of the training sentences, and their heads to learn."""
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ...data.tokenization import build_word_tokenizer
+from ...training import ParserTraining
+from .configuration_toy import ToyConfig
+
+
+@dataclass
+class ToyTrainingArguments:
+    toy_width: int = field(default=8, metadata={"help": "New toy parser: the word embeddings' width."})
+
+
+def new_config(arguments: ToyTrainingArguments, sentences: list[dict], deprels: list[str]):
+    tokenizer = build_word_tokenizer(" ".join(sentence["words"]) for sentence in sentences)
+    return ToyConfig(vocab_size=len(tokenizer), hidden_size=arguments.toy_width), tokenizer
+
+
+def examples(model, sentences: list[dict], tokenizer, arguments: ToyTrainingArguments) -> list[dict]:
+    encoded = tokenizer([sentence["words"] for sentence in sentences], is_split_into_words=True)
+    return [{"input_ids": ids, "labels": sentence["heads"]} for ids, sentence in zip(encoded["input_ids"], sentences)]
+
+
+def collator(model, tokenizer, arguments: ToyTrainingArguments):
+    def pad(examples: list[dict]) -> dict:
+        def padded(key, value):
+            rows = [torch.tensor(example[key]) for example in examples]
+            return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=value)
+
+        return {"input_ids": padded("input_ids", 0), "labels": padded("labels", -100)}
+
+    return pad
+
+
+TRAINING = ParserTraining(
+    arguments=ToyTrainingArguments,
+    new_config=new_config,
+    examples=examples,
+    collator=collator,
+    epoch="every sentence once an epoch",
+)
+'''
+
+OWN_TESTS = '''\
+"""The toy parser's own behaviour: heads on the side `head_direction` names, and a ValueError for a sentence longer
+than it parses."""
+
+import pytest
+
+from tests.helpers.tiny_models import new_declared_tiny_model
+
+WORDS = ["the", "old", "man", "sat", "on", "the", "bench"]
+
+
+def test_each_word_s_head_lies_on_the_side_head_direction_names():
+    model, tokenizer = new_declared_tiny_model("toy")
+    (left,) = model.parse([WORDS], tokenizer)
+    (right,) = model.parse([WORDS], tokenizer, head_direction="right")
+    assert left["heads"][0] == 0 and all(1 <= head <= i for i, head in enumerate(left["heads"][1:], 1))
+    assert right["heads"][-1] == 0 and all(i + 2 <= head <= len(WORDS) for i, head in enumerate(right["heads"][:-1]))
+
+
+def test_a_sentence_longer_than_it_parses_is_a_value_error_naming_it():
+    model, tokenizer = new_declared_tiny_model("toy", max_parse_words=3)
+    with pytest.raises(ValueError, match="sentence 1: 4 words; this model parses at most 3"):
+        model.parse([["a"], ["a"] * 4], tokenizer)
+'''
+
+
+def contributing_steps(repository) -> dict[int, str]:
+    """The numbered steps of CONTRIBUTING's "How to add a model", each as one line of text."""
+    section = (repository / "CONTRIBUTING.md").read_text().split("## How to add a model\n", 1)[1]
+    steps: dict[int, list[str]] = {}
+    for line in section.strip().splitlines():
+        numbered = re.match(r"(\d+)\. ", line)
+        if numbered:
+            steps[int(numbered.group(1))] = [line[numbered.end() :]]
+        elif steps and line.startswith(" "):
+            steps[max(steps)].append(line.strip())
+        else:
+            break  # the list ends at the first paragraph after it
+    return {number: " ".join(lines) for number, lines in steps.items()}
+
+
+def files_of(repository) -> dict[str, str]:
+    """Relative path -> digest of every file of the copy (the bundled checkpoints, a link, left out)."""
+    found = {}
+    for folder, folders, names in os.walk(repository):
+        folders[:] = [name for name in folders if name != "__pycache__"]
+        for name in names:
+            path = os.path.join(folder, name)
+            found[os.path.relpath(path, repository)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return found
+
+
+def write(path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def run(arguments, repository, timeout=300):
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "PYTHON"))}
+    env.update(HF_HUB_OFFLINE="1", PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
+    return subprocess.run(
+        [sys.executable, *arguments], cwd=repository, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def ran_for(function: str, name: str, test_ids) -> bool:
+    """Whether one of `test_ids` is `function` run for model `name` (a parameter id naming it)."""
+    return any(test_id.startswith(function + "[") and name in test_id[len(function) :] for test_id in test_ids)
+
+
+def test_a_toy_model_added_as_contributing_says_passes_the_contract_tests_and_touches_no_other_file(tmp_path):
+    repository = tmp_path / "repository"
+    for name in COPIED:
+        if (ROOT / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "checkpoints")
+            shutil.copytree(ROOT / name, repository / name, ignore=ignore)
+        else:
+            shutil.copy(ROOT / name, repository / name)
+    # The bundled checkpoints are read, never written: the copy links them.
+    os.symlink(ROOT / "src/hf_structure/checkpoints", repository / "src/hf_structure/checkpoints")
+    before = files_of(repository)
+
+    steps = contributing_steps(repository)
+    assert list(steps) == list(STEPS), f"CONTRIBUTING has steps {list(steps)}; this test follows {list(STEPS)}"
+    for number, phrases in STEPS.items():
+        missing = [phrase for phrase in phrases if phrase not in steps[number]]
+        assert not missing, f"CONTRIBUTING's step {number} does not say {', '.join(missing)}"
+
+    model_folder = repository / "src/hf_structure/models" / NAME
+    # 1. The folder and its modular file (with step 2's `parse` and step 3's `punctuation_policy`), then the converter.
+    write(model_folder / f"modular_{NAME}.py", MODULAR)
+    converted = run(["scripts/modular_converter.py", "--fix"], repository)
+    assert converted.returncode == 0, converted.stderr
+    assert converted.stdout.splitlines() == [
+        f"modular_converter: wrote src/hf_structure/models/{NAME}/configuration_{NAME}.py",
+        f"modular_converter: wrote src/hf_structure/models/{NAME}/modeling_{NAME}.py",
+    ]
+    # 4. The card template.
+    write(model_folder / "model_card.md", CARD)
+    # 5. The spec, with the tiny models the shared tests build.
+    write(model_folder / "__init__.py", SPEC)
+    # 6. The training recipe, which the spec names.
+    write(model_folder / f"training_{NAME}.py", RECIPE)
+    # 7. Its own tests.
+    write(repository / "tests/models" / NAME / "__init__.py", "")
+    write(repository / "tests/models" / NAME / f"test_{NAME}.py", OWN_TESTS)
+
+    # The contract tests that run for each of the package's model types run, and pass, for the toy; so do its own.
+    collected = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", *CONTRACT_TESTS], repository)
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    test_ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    functions = {test_id.split("[")[0] for test_id in test_ids}
+    looping = {function for function in functions if all(ran_for(function, t, test_ids) for t in MODEL_TYPES)}
+    tested = run(
+        ["-m", "pytest", "-v", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'pytest'}", "-k", NAME]
+        + [*CONTRACT_TESTS, f"tests/models/{NAME}"],
+        repository,
+        timeout=600,
+    )
+    assert tested.returncode == 0, tested.stdout[-5000:] + tested.stderr[-3000:]
+    passed = [line.split(" PASSED")[0] for line in tested.stdout.splitlines() if " PASSED" in line]
+    assert looping and sorted(function for function in looping if not ran_for(function, NAME, passed)) == []
+    assert sum(test_id.startswith(f"tests/models/{NAME}/") for test_id in passed) == 2
+
+    after = files_of(repository)
+    changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
+    assert sorted(changed - TOY_FILES) == []
+    assert changed == TOY_FILES
