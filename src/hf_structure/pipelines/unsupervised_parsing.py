@@ -528,7 +528,7 @@ class LoadMeasurement:
     """The other processes' load on this machine, measured (0.1 s) the first time a thread count is asked for and
     again when the last measurement is older than LOAD_MEASUREMENT_SECONDS."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.measured_at: float | None = None
         self.cores, self.busy_cores = 1, 0.0
 
