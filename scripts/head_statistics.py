@@ -5,7 +5,7 @@ Prints, per model: UAS, the share of all words (the root included in the count) 
 words only), the share of arcs predicted in the reverse direction of a gold arc, UAS by the dependent's gold POS
 (two-letter prefix) and the POS of predicted heads. Heads by `--head-decoding` (default `argmax`, the paper's Eq. 18,
 which the recorded figures use). Used to compare the head conventions that different training recipes settle on
-(docs/structformer-ptb-training/README.md, "Runs before the bundled one").
+(records/structformer-ptb-training/README.md, "Runs before the bundled one").
 
     python scripts/head_statistics.py structformer-ptb runs/other-model \
         --treebank ../shared/data/ptb-sample/dev --limit 600
