@@ -29,7 +29,8 @@ def _bundled_models() -> list[dict]:
         model_type = read_json(config_file).get("model_type") if config_file.is_file() else None
         record = read_record(folder, EVAL_RECORD)
         spec = MODEL_SPECS.get(model_type) if model_type else None
-        metrics = spec.card_metrics if spec else ()
+        # A score the record holds as null (not measured, e.g. r2d2-ptb's perplexity) is not listed.
+        measured = [metric for metric in (spec.card_metrics if spec else ()) if record.get(metric.key) is not None]
         models.append(
             {
                 "name": name,
@@ -37,8 +38,8 @@ def _bundled_models() -> list[dict]:
                 "size_bytes": sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()),
                 "model_type": model_type,
                 "dataset": record.get("dataset"),
-                "scores": {metric.key: record[metric.key] for metric in metrics if metric.key in record},
-                "score_labels": {metric.key: metric.label for metric in metrics if metric.key in record},
+                "scores": {metric.key: record[metric.key] for metric in measured},
+                "score_labels": {metric.key: metric.label for metric in measured},
             }
         )
     return models
