@@ -149,6 +149,7 @@ def main(argv=None) -> None:
         attention_probs_dropout_prob=args.dropout,
     )
     model = R2D2ForLanguageModeling(config).to(device).train()
+    model.sparse_prediction = True  # as training sets it (`training.trainer.SparsePrediction`)
     stand_in = torch.nn.Linear(2 * args.hidden_size, args.hidden_size + 1).to(device)
 
     def stand_in_compose(left, right):

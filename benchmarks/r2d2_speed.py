@@ -91,6 +91,7 @@ def main(argv=None) -> None:
     )
 
     model.train()
+    model.sparse_prediction = True  # as training sets it (`training.trainer.SparsePrediction`)
     encoded = tokenizer(lines[: args.batch_size], padding=True, return_tensors="pt", return_token_type_ids=False)
     labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
     words = int(encoded["attention_mask"].sum())

@@ -174,6 +174,7 @@ def train_steps(path: dict, impl: str, config, batches, lr: float, seed: int, dr
     torch.manual_seed(seed)
     model = StructFormerForMaskedLM(config.__class__(**{**config.to_dict(), "fast_dropout": path["fast_dropout"]}))
     model.train()
+    model.sparse_prediction = True  # as training sets it (`training.trainer.SparsePrediction`)
     if dropout_seed is not None:
         torch.manual_seed(dropout_seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # as Trainer's default optim
@@ -267,6 +268,7 @@ def training_flops_per_word(config, batch) -> float:
 
     torch.manual_seed(0)
     model = StructFormerForMaskedLM(config).train()
+    model.sparse_prediction = True  # as training sets it
     with FlopCounterMode(display=False) as counter:
         model(**batch).loss.backward()
     return counter.get_total_flops() / int(batch["attention_mask"].sum())

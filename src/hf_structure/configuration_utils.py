@@ -6,6 +6,7 @@ Imported by the models' modular sources; `scripts/modular_converter.py` inlines 
 """
 
 from types import MappingProxyType
+from typing import ClassVar
 
 from transformers import BertConfig, PreTrainedConfig
 
@@ -40,7 +41,8 @@ class StructureConfig(PreTrainedConfig):
             `default_word_convention` ("ptb" unless a model trained on other text says otherwise).
     """
 
-    default_auto_map = {}
+    # ClassVar: every PreTrainedConfig subclass is a dataclass, whose annotated attributes would be config fields.
+    default_auto_map: ClassVar[dict[str, str]] = {}
     default_word_convention = "ptb"
 
     def __init__(self, punctuation_policy="keep", word_convention=None, **kwargs):

@@ -47,11 +47,11 @@ class BlockwiseCrossEntropy(torch.autograd.Function):
             maxima = exponentials.amax(dim=-1, keepdim=True)
             sums = exponentials.sub_(maxima).exp_().sum(dim=-1, keepdim=True)
             log_normalizers[block] = (maxima + sums.log()).squeeze(1)
-            if with_grad:
+            if grad is not None:
                 probabilities = exponentials.div_(sums)
                 probabilities[torch.arange(len(probabilities), device=logits.device), labels[block]] -= 1
                 grad[block] = probabilities.div_(len(logits))
-        if with_grad:
+        if grad is not None:
             ctx.save_for_backward(grad)
         return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
 
@@ -64,7 +64,7 @@ class BlockwiseCrossEntropy(torch.autograd.Function):
         return grad, None, None
 
 
-def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def random_keep_mask(shape: tuple[int, ...], p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
 
     Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard

@@ -57,6 +57,15 @@ class LanguageModelTrainingArguments(EntryTrainingArguments):
     )
 
 
+class SparsePrediction(TrainerCallback):
+    """Training predicts the labelled words alone: a language model's `sparse_prediction` (as transformers'
+    ModernBERT), whose loss needs no other logits, is turned on while it trains; a saved or loaded model gives
+    every position's logits."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        model.sparse_prediction = True
+
+
 class WallClockBudget(TrainerCallback):
     """Ends training once `budget_s` seconds have passed since the training loop began; the run then saves its
     model and records as after its last step. Checked after each optimiser step, so it overruns by one step."""

@@ -230,18 +230,20 @@ def test_model_copy_of_algorithm_1_matches_the_library():
         assert modeling.distances_to_spans(distances) == structures.distances_to_spans(distances)
 
 
-def test_forward_outputs_shapes_and_masked_positions_only():
+def test_forward_outputs_shapes_and_with_sparse_prediction_masked_positions_only():
     torch.manual_seed(0)
     model = StructFormerForMaskedLM(tiny_config()).eval()
     input_ids = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]])
     labels = torch.full_like(input_ids, -100)
     labels[0, 1], labels[1, 0] = 6, 9
     out = model(input_ids, labels=labels, output_attentions=True, output_hidden_states=True)
-    assert out.logits.shape == (2, 50)  # two predicted positions only
+    assert out.logits.shape == (2, 4, 50)
     assert out.loss.ndim == 0 and math.isfinite(out.loss.item())
-    full = model(input_ids).logits
-    assert full.shape == (2, 4, 50)
-    assert torch.allclose(out.logits, full[labels.ne(-100)], atol=1e-5)
+    model.sparse_prediction = True
+    sparse = model(input_ids, labels=labels)
+    assert sparse.logits.shape == (2, 50)  # two predicted positions only
+    assert torch.allclose(sparse.logits, out.logits[labels.ne(-100)], atol=1e-5)
+    assert model(input_ids).logits.shape == (2, 4, 50)  # without labels, every position
     assert out.distances.shape == (2, 4) and torch.isinf(out.distances[0, 3]) and torch.isinf(out.distances[1, 1])
     assert torch.isinf(out.heights[1, 2:]).all() and out.heights[1, 2] < 0
     assert out.parent_distribution.shape == (2, 4, 4)
@@ -286,7 +288,8 @@ def test_masked_lm_loss_under_bf16_autocast_is_the_float32_cross_entropy_of_its_
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(input_ids, labels=labels)
     assert out.logits.dtype == torch.bfloat16
-    expected = torch.nn.functional.cross_entropy(out.logits.float(), labels[labels.ne(-100)])
+    predicted = labels.ne(-100)
+    expected = torch.nn.functional.cross_entropy(out.logits[predicted].float(), labels[predicted])
     assert out.loss.item() == pytest.approx(expected.item(), rel=1e-6)
     out.loss.backward()
     assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())

@@ -5,8 +5,10 @@
 """ArcHybridConfig: the configuration."""
 
 from types import MappingProxyType
+from typing import ClassVar
 
 from transformers import BertConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
 
 
 # Copied from hf_structure.configuration_utils.StructureConfig
@@ -25,7 +27,8 @@ class StructureConfig(PreTrainedConfig):
             `default_word_convention` ("ptb" unless a model trained on other text says otherwise).
     """
 
-    default_auto_map = {}
+    # ClassVar: every PreTrainedConfig subclass is a dataclass, whose annotated attributes would be config fields.
+    default_auto_map: ClassVar[dict[str, str]] = {}
     default_word_convention = "ptb"
 
     def __init__(self, punctuation_policy="keep", word_convention=None, **kwargs):
@@ -77,7 +80,7 @@ class ArcHybridConfig(StructureConfig):
     """
 
     model_type = "arc_hybrid"
-    sub_configs_defaults = {"encoder_config": BertConfig}
+    sub_configs_defaults = {"encoder_config": SubConfigSpec(BertConfig)}
     default_auto_map = {
         "AutoConfig": "configuration_arc_hybrid.ArcHybridConfig",
         "AutoModel": "modeling_arc_hybrid.ArcHybridForParsing",

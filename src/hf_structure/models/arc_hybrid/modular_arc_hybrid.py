@@ -18,13 +18,15 @@ Training maximises the log-likelihood of the four distributions along the oracle
 # scripts/modular_converter.py generates: edit this file, then run the converter.
 
 from dataclasses import dataclass
+from typing import Unpack
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import BertConfig, BertModel, PreTrainedModel
 from transformers import initialization as init
-from transformers.utils import ModelOutput
+from transformers.configuration_utils import SubConfigSpec
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from ...configuration_utils import StructureConfig, nested_encoder_config
 from ...data.tokenization import encode_word_pieces, word_piece_length_error
@@ -79,7 +81,7 @@ class ArcHybridConfig(StructureConfig):
     """
 
     model_type = "arc_hybrid"
-    sub_configs_defaults = {"encoder_config": BertConfig}
+    sub_configs_defaults = {"encoder_config": SubConfigSpec(BertConfig)}
     default_auto_map = {
         "AutoConfig": "configuration_arc_hybrid.ArcHybridConfig",
         "AutoModel": "modeling_arc_hybrid.ArcHybridForParsing",
@@ -151,9 +153,9 @@ class ArcHybridOutput(ModelOutput):
         arc_log_probs: `(B, P, P)` `[b, h, d]` log p(h | d) over the heads 0..n of each word d.
     """
 
-    loss: torch.FloatTensor | None = None
-    word_states: torch.FloatTensor | None = None
-    arc_log_probs: torch.FloatTensor | None = None
+    loss: torch.Tensor | None = None
+    word_states: torch.Tensor | None = None
+    arc_log_probs: torch.Tensor | None = None
 
 
 class ArcHybridBiaffine(nn.Module):
@@ -261,8 +263,8 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             packed = nn.utils.rnn.pack_padded_sequence(
                 embedded, attention_mask.sum(-1).cpu(), batch_first=True, enforce_sorted=False
             )
-            pieces, _ = self.lstm(packed)
-            pieces, _ = nn.utils.rnn.pad_packed_sequence(pieces, batch_first=True, total_length=input_ids.size(1))
+            states, _ = self.lstm(packed)
+            pieces, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True, total_length=input_ids.size(1))
             pieces = self.lstm_dropout(pieces)
         words = pieces.gather(1, first_pieces[..., None].expand(-1, -1, pieces.size(-1)))
         positions = torch.arange(first_pieces.size(1), device=first_pieces.device)
@@ -288,6 +290,8 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             if pieces is None:
                 pieces = encoded.new_zeros(*input_ids.shape, encoded.size(-1))
             pieces[group, :length] = encoded
+        if pieces is None:
+            raise ValueError("no sentence to encode: the batch is empty")
         return pieces
 
     parse_group_size = 8  # sentences; on one CPU thread smaller groups pay more per call than they save in pads
@@ -349,6 +353,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             return log_probs.view(words.size(0), words.size(1), self.config.stack_buckets, -1)
         return log_probs
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor,
@@ -359,7 +364,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         labels: torch.LongTensor | None = None,
         steps: torch.LongTensor | None = None,
         matchings: torch.LongTensor | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> ArcHybridOutput:
         """Scores of a batch of sentences, and with the gold targets the training loss.
 
@@ -370,11 +375,16 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             steps: `(B, 2n, 3)` the oracle derivation's (buffer front, stack-size bucket, action); -100 padding.
             matchings: `(B, n, 3)` each shifted word's (word, stack-size bucket, buffer front at its reduction);
                 -100 padding.
+            (heads, labels, steps and matchings are the training targets: all or none.)
         """
+        targets = {"heads": heads, "labels": labels, "steps": steps, "matchings": matchings}
+        missing = [name for name, target in targets.items() if target is None]
+        if 0 < len(missing) < len(targets):
+            raise ValueError(f"the training targets go together: {', '.join(missing)} missing")
         words = self.encode_words(input_ids, attention_mask, first_pieces, lengths)
         arc_log_probs = self.arc_log_probs(words, lengths)
         loss = None
-        if heads is not None:
+        if heads is not None and labels is not None and steps is not None and matchings is not None:
             real = heads.ne(-100)
             gold_heads = heads.clamp(min=0)
             arc_loss = -arc_log_probs.gather(1, gold_heads[:, None]).squeeze(1)[real].mean()
@@ -453,14 +463,14 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
 
 def rows_of(inputs: dict, rows: range) -> dict:
     """The `encode_word_pieces` inputs of sentences `rows` alone, their padding cut to the longest of them."""
-    rows = slice(rows.start, rows.stop)
-    pieces = int(inputs["attention_mask"][rows].sum(-1).max())
-    width = int(inputs["lengths"][rows].max()) + 2
+    selected = slice(rows.start, rows.stop)
+    pieces = int(inputs["attention_mask"][selected].sum(-1).max())
+    width = int(inputs["lengths"][selected].max()) + 2
     return {
-        "input_ids": inputs["input_ids"][rows, :pieces],
-        "attention_mask": inputs["attention_mask"][rows, :pieces],
-        "first_pieces": inputs["first_pieces"][rows, :width],
-        "lengths": inputs["lengths"][rows],
+        "input_ids": inputs["input_ids"][selected, :pieces],
+        "attention_mask": inputs["attention_mask"][selected, :pieces],
+        "first_pieces": inputs["first_pieces"][selected, :width],
+        "lengths": inputs["lengths"][selected],
     }
 
 

@@ -19,6 +19,7 @@ one of every unfinished sentence at each step of decoding) share them.
 
 import math
 from dataclasses import dataclass
+from typing import Unpack, cast
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +27,8 @@ from torch import nn
 from transformers import BertConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.activations import ACT2FN
-from transformers.utils import ModelOutput
+from transformers.configuration_utils import SubConfigSpec
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from ...configuration_utils import StructureConfig, nested_encoder_config
 from ...data.tokenization import encode_word_pieces, word_piece_length_error
@@ -53,7 +55,7 @@ class G2GTrConfig(StructureConfig):
     """
 
     model_type = "g2gtr"
-    sub_configs_defaults = {"encoder_config": BertConfig}
+    sub_configs_defaults = {"encoder_config": SubConfigSpec(BertConfig)}
     default_auto_map = {
         "AutoConfig": "configuration_g2gtr.G2GTrConfig",
         "AutoModel": "modeling_g2gtr.G2GTrForParsing",
@@ -106,9 +108,9 @@ class G2GTrOutput(ModelOutput):
         label_logits: `(C, 2, num_labels)` label scores per configuration, for a LEFT_ARC ([:, 0]) or RIGHT_ARC.
     """
 
-    loss: torch.FloatTensor | None = None
-    action_logits: torch.FloatTensor | None = None
-    label_logits: torch.FloatTensor | None = None
+    loss: torch.Tensor | None = None
+    action_logits: torch.Tensor | None = None
+    label_logits: torch.Tensor | None = None
 
 
 class G2GTrNewEmbedding(nn.Embedding):
@@ -155,7 +157,8 @@ class G2GTrAttention(nn.Module):
 
     def project(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values of `hidden` `(B, L, d)`, each `(B, heads, L, head_dim)`."""
-        return tuple(self.split_heads(linear(hidden)) for linear in (self.query, self.key, self.value))
+        query, key, value = (self.split_heads(linear(hidden)) for linear in (self.query, self.key, self.value))
+        return query, key, value
 
     def split_heads(self, projected: torch.Tensor) -> torch.Tensor:
         """`(B, L, d)` -> `(B, heads, L, head_dim)`."""
@@ -167,15 +170,18 @@ class G2GTrAttention(nn.Module):
         input). The queries may be those of some pieces only (decoding reads the top layer at three pieces)."""
         scores = query @ key.transpose(-1, -2)
         if relations is not None:
+            if self.relation_keys is None or self.relation_values is None:
+                raise ValueError("relations given to a layer without graph input")
+            relation_keys, relation_values = self.relation_keys.weight, self.relation_values.weight
             # q_i . r_k for the three relation types, then picked per pair (i, j): no (B, H, Q, L, d) tensor.
-            per_type = query @ self.relation_keys.weight.t()
+            per_type = query @ relation_keys.t()
             scores = scores + per_type.gather(-1, relations[:, None].expand(-1, self.num_heads, -1, -1))
         weights = self.dropout(torch.softmax(scores / math.sqrt(self.head_dim) + mask_bias, dim=-1))
         context = weights @ value
         if relations is not None:
             one_hot = F.one_hot(relations, 3).to(weights.dtype)  # (B, Q, L, 3)
             mass = torch.einsum("bhij,bijr->bhir", weights, one_hot)  # attention on each relation type
-            context = context + mass @ self.relation_values.weight
+            context = context + mass @ relation_values
         return context.transpose(1, 2).flatten(2)
 
 
@@ -310,6 +316,7 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         label_logits = self.label_classifier(picked[:, :2].flatten(1)).view(len(picked), 2, -1)
         return action_logits, label_logits
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor,
@@ -320,7 +327,7 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         sentence_index: torch.LongTensor | None = None,
         actions: torch.LongTensor | None = None,
         arc_labels: torch.LongTensor | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> G2GTrOutput:
         """Scores of C parser configurations of S sentences.
 
@@ -330,15 +337,18 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             token_labels: `(C, T)` label id + 1 of each attached word's first piece, 0 elsewhere.
             slot_positions: `(C, 3)` piece positions of s1, s0, b0 (0 is ROOT, `[CLS]`; -1 an empty slot).
             sentence_index: `(C,)` the sentence of each configuration (default: configuration c of sentence c).
-            actions: `(C,)` gold actions; arc_labels: `(C,)` gold label ids on arc steps, -100 elsewhere.
+            actions: `(C,)` gold actions; arc_labels: `(C,)` gold label ids on arc steps, -100 elsewhere (the
+                training targets: both or neither).
         """
+        if (actions is None) != (arc_labels is None):
+            raise ValueError("actions and arc_labels are the training targets together: give both or neither")
         states = self.encode_sentences(input_ids, attention_mask)
         if sentence_index is not None:
             states, attention_mask = states[sentence_index], attention_mask[sentence_index]
         states = self.encode_configurations(states, attention_mask, relations, token_labels)
         action_logits, label_logits = self.classify(states, slot_positions)
         loss = None
-        if actions is not None:
+        if actions is not None and arc_labels is not None:
             direction = (actions == RIGHT_ARC).long()  # which label scores apply: 0 LEFT_ARC, 1 RIGHT_ARC
             chosen = label_logits.gather(1, direction[:, None, None].expand(-1, 1, label_logits.size(-1))).squeeze(1)
             # A mean over the arc steps; a sum over none is 0 and still reaches every parameter (DDP needs that).
@@ -348,7 +358,7 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
 
     # The parse contract (the pipeline and CLI check every call against it before parsing): `parse` takes no
     # option, and a parse holds heads and labels besides `words`.
-    parse_options = {}
+    parse_options: dict[str, tuple[str, ...]] = {}
     parse_outputs = ("heads", "deprels")
 
     def parse_length_error(self, words: list[str], tokenizer) -> str | None:
@@ -378,7 +388,7 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         )
         configurations = [SwapConfiguration(len(words)) for words in sentences]
         active = list(range(len(sentences)))  # the unfinished sentences, in the cache's order
-        changed = []  # the cache rows whose graph changed since their graph layers last ran
+        changed: list[int] = []  # the cache rows whose graph changed since their graph layers last ran
         while active:
             cache.encode(torch.tensor(changed, dtype=torch.long, device=device))
             slots = torch.tensor(
@@ -440,7 +450,8 @@ class G2GTrDecodingCache:
         self.model = model
         self.states, self.relations, self.real = states, relations, attention_mask.bool()
         self.mask_bias = _mask_bias(attention_mask, states.dtype)
-        self.graph_layers = model.layers[model.first_graph_layer :]
+        # (cast: a ModuleList's items are typed Module; the model holds G2GTrLayers there)
+        self.graph_layers = cast(list[G2GTrLayer], list(model.layers[model.first_graph_layer :]))
         if not self.graph_layers:
             return
         token_labels = torch.zeros(states.shape[:2], dtype=torch.long, device=states.device)
@@ -460,7 +471,8 @@ class G2GTrDecodingCache:
             return
         first, *middle, top = self.graph_layers
         mask_bias, relations = self.mask_bias[rows], self.relations[rows]
-        context = first.attention.attend(*(kept[rows] for kept in self.projections), mask_bias, relations)
+        queries, keys, values = (kept[rows] for kept in self.projections)
+        context = first.attention.attend(queries, keys, values, mask_bias, relations)
         local, pieces = self.real[rows].nonzero(as_tuple=True)  # the real pieces
         sentences = rows[local]
         hidden = first.after_attention(self.inputs[sentences, pieces], context[local, pieces])
@@ -508,7 +520,8 @@ class G2GTrDecodingCache:
         names = ["states", "relations", "real", "mask_bias"]
         if self.graph_layers:
             names.append("inputs")
-            self.projections = tuple(kept[rows] for kept in self.projections)
+            queries, keys, values = (kept[rows] for kept in self.projections)
+            self.projections = queries, keys, values
         if len(self.graph_layers) > 1:
             names += ["top_inputs", "top_keys", "top_values"]
         for name in names:

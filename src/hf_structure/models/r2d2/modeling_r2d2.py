@@ -22,6 +22,7 @@ only (n - 1 compositions).
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Unpack, cast
 
 import numpy as np
 import torch
@@ -29,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
-from transformers.utils import ModelOutput
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from .configuration_r2d2 import R2D2Config
 
@@ -90,7 +91,8 @@ class R2D2LanguageModelingOutput(ModelOutput):
     Args:
         loss: mean cross-entropy of the predicted words (those with a label other than -100), plus in training with
             parser pruning the parser's loss.
-        logits: `(P, vocab)` for the P predicted words when labels are given, else `(B, n, vocab)` for every word.
+        logits: `(B, n, vocab)` for every word; in training with `sparse_prediction` and `labels`, `(P, vocab)` for
+            the P predicted words only (in row-major order of the batch).
         root_states: `(B, d)` as in `R2D2ModelOutput`.
         lm_loss: the language-model part of `loss`.
         parser_loss: the top-down parser's cross-entropy against its target trees (training with parser pruning).
@@ -121,9 +123,10 @@ class R2D2FeedForward(nn.Sequential):
             nn.Linear(config.intermediate_size, config.hidden_size),
         )
 
+    # (cast: a Sequential's items are typed Module; __init__ put these types there)
     @property
     def expand(self) -> nn.Linear:
-        return self[0]
+        return cast(nn.Linear, self[0])
 
     @property
     def activation(self) -> nn.Module:
@@ -131,11 +134,11 @@ class R2D2FeedForward(nn.Sequential):
 
     @property
     def dropout(self) -> nn.Dropout:
-        return self[2]
+        return cast(nn.Dropout, self[2])
 
     @property
     def contract(self) -> nn.Linear:
-        return self[3]
+        return cast(nn.Linear, self[3])
 
 
 class R2D2CompositionLayer(nn.Module):
@@ -190,7 +193,7 @@ class R2D2CompositionLayer(nn.Module):
             ((count, length, self.feed_forward.expand.out_features), self.feed_forward.dropout.p),
             ((count, length, dim), self.dropout.p),
         ]
-        multipliers = [None] * len(sites)
+        multipliers: list[torch.Tensor | None] = [None] * len(sites)
         for p in sorted({p for _, p in sites if p > 0}):
             indices = [index for index, (_, site_p) in enumerate(sites) if site_p == p]
             sizes = [math.prod(sites[index][0]) for index in indices]
@@ -383,12 +386,13 @@ class R2D2Model(R2D2PreTrainedModel):
             raise ValueError("every sentence needs at least one token")
         return lengths
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
         window_size: int | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> R2D2ModelOutput:
         """The pruned chart over the batch; with parser pruning, merging along the parser's tree."""
         lengths = self._lengths(input_ids, attention_mask)
@@ -453,7 +457,7 @@ class R2D2Model(R2D2PreTrainedModel):
     # The parse contract (the pipeline and CLI check every call against it before parsing): the keyword options of
     # `parse` with the values each takes (an instance lists those of its config's pruning), and what a parse holds
     # besides `words`.
-    parse_options = {"tree_decoding": R2D2Config.tree_decodings}
+    parse_options: dict[str, tuple[str, ...]] = {"tree_decoding": R2D2Config.tree_decodings}
     parse_outputs = ("spans",)
 
     @torch.no_grad()
@@ -487,7 +491,7 @@ class R2D2Model(R2D2PreTrainedModel):
                     }
                     for words, row in zip(sentences, scores)
                 ]
-            chart = self(input_ids, attention_mask, window_size=self.config.parse_window_size).chart
+            chart = self(input_ids, attention_mask, window_size=self.config.parse_window_size, return_dict=True).chart
         finally:
             self.train(was_training)
         splits = chart.node_split.tolist()
@@ -514,6 +518,9 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
     the output embedding (tied to the input).
 
     Training state (not saved), set by a training run's callbacks:
+    - `sparse_prediction`: whether a forward call given `labels` predicts the labelled words alone (as transformers'
+      ModernBERT does), not the pads nor `<unk>`: the loss needs nothing else, and the random draws of training
+      (dropout) stay those of the runs that made the bundled checkpoints;
     - `train_parser`: whether training adds the top-down parser's loss; a run may start it late, the parser meanwhile
       merging by its untrained scores;
     - `train_language_model`: False trains the parser alone toward its teacher's trees (no chart is built);
@@ -539,6 +546,7 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
             self.decoder_layers = nn.ModuleList(
                 R2D2CompositionLayer(config) for _ in range(config.num_composition_layers)
             )
+        self.sparse_prediction = False
         self.train_parser = True
         self.train_language_model = True
         self.teacher_weight = 1.0
@@ -556,16 +564,18 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         hidden = self.r2d2.composition_transformer(mask, left, right, self.decoder_layers)[:, 0]
         return self.lm_head(self.prediction_head(self.r2d2.node_norm(hidden))) + self.output_bias
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         teacher_merge_order: torch.LongTensor | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> R2D2LanguageModelingOutput:
-        """`teacher_merge_order` (`(B, n - 1)`, see `merge_order_from_split_scores`): a tree per sentence for the
-        parser to learn from in training (`parser_target="teacher"`)."""
+        """`labels` `(B, n)`: the word to predict at each position, -100 where none is. `teacher_merge_order`
+        (`(B, n - 1)`, see `merge_order_from_split_scores`): a tree per sentence for the parser to learn from in
+        training (`parser_target="teacher"`)."""
         if attention_mask is None:
             attention_mask = input_ids.ne(self.config.pad_token_id)
         lengths = attention_mask.sum(-1)
@@ -575,16 +585,20 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         if self.training and not self.train_language_model:
             if self.config.parser_target != "teacher" or teacher_targets is None:
                 raise ValueError("training the parser alone needs parser_target='teacher' and teacher_merge_order")
-            teacher_loss = split_cross_entropy(self.r2d2.split_scores(input_ids, lengths), *teacher_targets, lengths, 1)
-            return R2D2LanguageModelingOutput(loss=teacher_loss, parser_loss=teacher_loss, teacher_loss=teacher_loss)
-        outputs = self.r2d2(input_ids, attention_mask)
+            loss = split_cross_entropy(self.r2d2.split_scores(input_ids, lengths), *teacher_targets, lengths, 1)
+            return R2D2LanguageModelingOutput(loss=loss, parser_loss=loss, teacher_loss=loss)
+        outputs = self.r2d2(input_ids, attention_mask, return_dict=True)
         left, right = self.r2d2.context_states(outputs.chart, lengths)
-        if labels is None:
+        if labels is not None and self.sparse_prediction:
+            predicted = labels.ne(-100)
+            logits = predicted_logits = self.predict_words(left[predicted], right[predicted])
+        else:
             logits = self.predict_words(left.flatten(0, 1), right.flatten(0, 1)).view(*input_ids.shape, -1)
-            return R2D2LanguageModelingOutput(logits=logits, root_states=outputs.root_states)
-        predicted = labels.ne(-100)
-        logits = self.predict_words(left[predicted], right[predicted])
-        loss = lm_loss = masked_lm_cross_entropy(logits, labels[predicted])
+            if labels is None:
+                return R2D2LanguageModelingOutput(logits=logits, root_states=outputs.root_states)
+            predicted = labels.ne(-100)
+            predicted_logits = logits[predicted]
+        loss = lm_loss = masked_lm_cross_entropy(predicted_logits, labels[predicted])
         parser_loss = teacher_loss = entropy = None
         if self.training:
             entropy = split_entropy(outputs.chart)
@@ -596,7 +610,7 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
                 # the parser's loss: the sum trains each part by its own loss, as the authors' two optimisers do.
                 # Evaluation leaves it out, so that the eval loss stays the language model's (its exp the
                 # perplexity).
-                parser_loss = self.parser_loss(outputs, lengths, teacher_loss)
+                parser_loss = self.parser_loss(outputs.split_scores, outputs.chart, lengths, teacher_loss)
                 loss = loss + parser_loss
         return R2D2LanguageModelingOutput(
             loss=loss,
@@ -609,11 +623,11 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         )
 
     def parser_loss(
-        self, outputs: R2D2ModelOutput, lengths: torch.Tensor, teacher_loss: torch.Tensor | None
+        self, split_scores: torch.Tensor, chart: ChartEncoding, lengths: torch.Tensor, teacher_loss: torch.Tensor | None
     ) -> torch.Tensor:
-        """The top-down parser's cross-entropy against its target (`config.parser_target`): trees drawn from the
-        chart, the chart's best tree, or the teacher's tree (`teacher_loss`) weighted by `teacher_weight` and the
-        chart's best tree by the rest."""
+        """The top-down parser's cross-entropy (of its `split_scores`) against its target (`config.parser_target`):
+        trees drawn from the `chart`, the chart's best tree, or the teacher's tree (`teacher_loss`) weighted by
+        `teacher_weight` and the chart's best tree by the rest."""
         target = self.config.parser_target
         if target == "teacher":
             if teacher_loss is None:
@@ -621,12 +635,12 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
             weight = float(self.teacher_weight)
             if weight >= 1:
                 return teacher_loss
-            best = split_cross_entropy(outputs.split_scores, *sample_chart_trees(outputs.chart, 1, 0.0), lengths, 1)
+            best = split_cross_entropy(split_scores, *sample_chart_trees(chart, 1, 0.0), lengths, 1)
             return weight * teacher_loss + (1 - weight) * best if weight > 0 else best
         samples = 1 if target == "best" else self.config.parser_tree_samples
         temperature = 0.0 if target == "best" else self.config.parser_target_temperature
-        targets = sample_chart_trees(outputs.chart, samples, temperature)
-        return split_cross_entropy(outputs.split_scores, *targets, lengths, samples)
+        targets = sample_chart_trees(chart, samples, temperature)
+        return split_cross_entropy(split_scores, *targets, lengths, samples)
 
     @torch.no_grad()
     def pseudo_log_likelihood(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -650,9 +664,9 @@ class R2D2ForLanguageModeling(R2D2PreTrainedModel):
         if pieces:
             padded = nn.utils.rnn.pad_sequence(pieces, batch_first=True, padding_value=self.config.pad_token_id)
             piece_mask = nn.utils.rnn.pad_sequence([torch.ones_like(p, dtype=torch.bool) for p in pieces], True)
-            roots = self.r2d2(padded, piece_mask).root_states
-            b, i, side = (torch.tensor(column, device=roots.device) for column in zip(*owners))
-            contexts[b, i, side] = roots.to(contexts.dtype)
+            roots = self.r2d2(padded, piece_mask, return_dict=True).root_states
+            rows, words, sides = (torch.tensor(column, device=roots.device) for column in zip(*owners))
+            contexts[rows, words, sides] = roots.to(contexts.dtype)
         logits = self.predict_words(contexts[mask][:, 0], contexts[mask][:, 1])
         scores = torch.zeros(input_ids.shape, dtype=torch.float, device=input_ids.device)
         scores[mask] = torch.log_softmax(logits.float(), -1).gather(1, input_ids[mask][:, None]).squeeze(1)
@@ -722,11 +736,11 @@ class BlockwiseCrossEntropy(torch.autograd.Function):
             maxima = exponentials.amax(dim=-1, keepdim=True)
             sums = exponentials.sub_(maxima).exp_().sum(dim=-1, keepdim=True)
             log_normalizers[block] = (maxima + sums.log()).squeeze(1)
-            if with_grad:
+            if grad is not None:
                 probabilities = exponentials.div_(sums)
                 probabilities[torch.arange(len(probabilities), device=logits.device), labels[block]] -= 1
                 grad[block] = probabilities.div_(len(logits))
-        if with_grad:
+        if grad is not None:
             ctx.save_for_backward(grad)
         return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
 
@@ -752,7 +766,7 @@ def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch
 
 
 # Copied from hf_structure.layers.random_keep_mask
-def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def random_keep_mask(shape: tuple[int, ...], p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
 
     Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard

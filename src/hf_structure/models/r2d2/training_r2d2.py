@@ -18,7 +18,7 @@ from ...structs.merge_orders import merge_order_from_split_scores
 from ...structs.trees import spans_to_distances
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
-from ...training.trainer import OptimizerPart
+from ...training.trainer import OptimizerPart, SparsePrediction
 from .configuration_r2d2 import R2D2Config
 
 logger = logging.getLogger(__name__)
@@ -200,10 +200,13 @@ class TeacherAnneal(TrainerCallback):
 
 
 def callbacks(arguments: R2D2TrainingArguments) -> list[TrainerCallback]:
-    found: list[TrainerCallback] = [ParserStart(arguments.parser_start_step)] if arguments.parser_start_step > 0 else []
+    found: list[TrainerCallback] = [SparsePrediction()]
+    if arguments.parser_start_step > 0:
+        found.append(ParserStart(arguments.parser_start_step))
     if arguments.parser_only:
         found.append(ParserOnly())
-    if arguments.teacher_anneal_start is not None:
+    # (both or neither: R2D2TrainingArguments checks it)
+    if arguments.teacher_anneal_start is not None and arguments.teacher_anneal_end is not None:
         found.append(TeacherAnneal(arguments.teacher_anneal_start, arguments.teacher_anneal_end))
     return found
 

@@ -4,6 +4,8 @@
 # installed: each `# Copied from` block is a definition the source imports from hf_structure.
 """StructFormerConfig: the configuration."""
 
+from typing import ClassVar
+
 from transformers import PreTrainedConfig
 
 
@@ -23,7 +25,8 @@ class StructureConfig(PreTrainedConfig):
             `default_word_convention` ("ptb" unless a model trained on other text says otherwise).
     """
 
-    default_auto_map = {}
+    # ClassVar: every PreTrainedConfig subclass is a dataclass, whose annotated attributes would be config fields.
+    default_auto_map: ClassVar[dict[str, str]] = {}
     default_word_convention = "ptb"
 
     def __init__(self, punctuation_policy="keep", word_convention=None, **kwargs):

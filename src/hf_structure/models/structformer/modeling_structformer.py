@@ -14,6 +14,7 @@ distances (Algorithm 1), dependency heads off p_D (Eq. 18).
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Unpack
 
 import numpy as np
 import torch
@@ -21,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
-from transformers.utils import ModelOutput
+from transformers.utils import ModelOutput, TransformersKwargs, can_return_tuple
 
 from .configuration_structformer import HEAD_DECODINGS, StructFormerConfig
 
@@ -182,26 +183,32 @@ class StructFormerModelOutput(ModelOutput):
         attentions: optional tuple of `(B, H, L, L)` dependency-constrained attention weights per block.
     """
 
-    last_hidden_state: torch.FloatTensor | None = None
-    distances: torch.FloatTensor | None = None
-    heights: torch.FloatTensor | None = None
-    parent_distribution: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
+    last_hidden_state: torch.Tensor | None = None
+    distances: torch.Tensor | None = None
+    heights: torch.Tensor | None = None
+    parent_distribution: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
 
 
 @dataclass
-class StructFormerMaskedLMOutput(StructFormerModelOutput):
+class StructFormerMaskedLMOutput(ModelOutput):
     """Outputs of `StructFormerForMaskedLM`.
 
     Args:
         loss: masked-LM cross-entropy, averaged over the positions whose label is not -100.
-        logits: when `labels` are given, `(N, V)` scores at the N labelled positions only (in row-major order of
-            the batch; the model computes nothing else); otherwise `(B, L, V)` scores at every position.
+        logits: `(B, L, V)` scores at every position; in training with `sparse_prediction` and `labels`, `(N, V)`
+            at the N labelled positions only (in row-major order of the batch).
+        distances, heights, parent_distribution, hidden_states, attentions: as in `StructFormerModelOutput`.
     """
 
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    distances: torch.Tensor | None = None
+    heights: torch.Tensor | None = None
+    parent_distribution: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
 
 
 class StructFormerDropout(nn.Module):
@@ -405,21 +412,18 @@ class StructFormerModel(StructFormerPreTrainedModel):
         heights = heights.masked_fill(~mask, float("-inf"))
         return distances, heights, parent
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         calibration_scope: str | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> StructFormerModelOutput:
-        """`calibration_scope`: see `parse_scores`."""
-        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
-        output_hidden_states = (
-            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
-        )
+        """`calibration_scope`: see `parse_scores`. `output_attentions`, `output_hidden_states`: default the
+        config's."""
+        output_attentions = kwargs.get("output_attentions", self.config.output_attentions)
+        output_hidden_states = kwargs.get("output_hidden_states", self.config.output_hidden_states)
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be (batch, length), got shape {tuple(input_ids.shape)}")
         length = input_ids.size(1)
@@ -441,13 +445,13 @@ class StructFormerModel(StructFormerPreTrainedModel):
 
         positions = torch.arange(length, device=input_ids.device)
         hidden = self.embed_dropout(embeddings + self.embed_positions(positions)[None])
-        all_hidden = (hidden,) if output_hidden_states else None
-        all_attentions = () if output_attentions else None
+        all_hidden: tuple[torch.Tensor, ...] | None = (hidden,) if output_hidden_states else None
+        all_attentions: tuple[torch.Tensor, ...] | None = () if output_attentions else None
         for layer, relation_mask in zip(self.layers, relation_masks):
             hidden, weights = layer(hidden, relation_mask)
-            if output_hidden_states:
+            if all_hidden is not None:
                 all_hidden += (hidden,)
-            if output_attentions:
+            if all_attentions is not None:
                 all_attentions += (weights,)
         return StructFormerModelOutput(
             last_hidden_state=self.final_norm(hidden),
@@ -501,10 +505,10 @@ class StructFormerModel(StructFormerPreTrainedModel):
         results = []
         for b, (words, n) in enumerate(zip(sentences, lengths)):
             sentence_distances = distances[b, : n - 1].tolist()
-            result = {"words": list(words)}
+            result: dict[str, Any] = {"words": list(words)}
             if "constituency" in structures:
                 result["spans"] = [span for span in distances_to_spans(sentence_distances) if span[1] - span[0] > 1]
-            if with_heads:
+            if heads is not None:
                 result["heads"] = heads[b][:n]
             result["scores"] = {"distances": sentence_distances, "heights": heights[b, :n].tolist()}
             results.append(result)
@@ -512,7 +516,11 @@ class StructFormerModel(StructFormerPreTrainedModel):
 
 
 class StructFormerForMaskedLM(StructFormerPreTrainedModel):
-    """StructFormer with its masked-LM head: final hidden states times the (tied) input embedding, plus a bias."""
+    """StructFormer with its masked-LM head: final hidden states times the (tied) input embedding, plus a bias.
+
+    Training state (not saved), set by a training run's callbacks: `sparse_prediction`, whether a forward call given
+    `labels` scores the labelled positions alone (as transformers' ModernBERT does): the loss needs nothing else,
+    and the vocabulary projection at every position costs a CPU training step of the PTB model about a tenth more."""
 
     _tied_weights_keys = {"lm_head.weight": "structformer.embed_tokens.weight"}
     accepts_loss_kwargs = False
@@ -523,6 +531,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.output_dropout = StructFormerDropout(config.output_dropout_prob, config.fast_dropout)
+        self.sparse_prediction = False
         self.post_init()
 
     def get_output_embeddings(self):
@@ -531,34 +540,31 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
     def set_output_embeddings(self, new_embeddings):
         self.lm_head = new_embeddings
 
+    @can_return_tuple
     def forward(
         self,
         input_ids: torch.LongTensor,
         attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
         calibration_scope: str | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> StructFormerMaskedLMOutput:
-        """`calibration_scope`: see `StructFormerModel.parse_scores`."""
+        """`labels` `(B, L)`: the word to predict at each position, -100 where none is. `calibration_scope`: see
+        `StructFormerModel.parse_scores`."""
         outputs = self.structformer(
-            input_ids,
-            attention_mask=attention_mask,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            calibration_scope=calibration_scope,
+            input_ids, attention_mask=attention_mask, calibration_scope=calibration_scope, return_dict=True, **kwargs
         )
         hidden = self.output_dropout(outputs.last_hidden_state)
         loss = None
-        if labels is None:
-            logits = F.linear(hidden, self.lm_head.weight, self.output_bias)
-        else:
-            # Score only the positions that are predicted: most of the vocabulary projection is never used.
+        if labels is not None and self.sparse_prediction:
             predicted = labels.ne(-100)
             logits = F.linear(hidden[predicted], self.lm_head.weight, self.output_bias)
             loss = masked_lm_cross_entropy(logits, labels[predicted])
+        else:
+            logits = F.linear(hidden, self.lm_head.weight, self.output_bias)
+            if labels is not None:
+                predicted = labels.ne(-100)
+                loss = masked_lm_cross_entropy(logits[predicted], labels[predicted])
         return StructFormerMaskedLMOutput(
             loss=loss,
             logits=logits,
@@ -639,11 +645,11 @@ class BlockwiseCrossEntropy(torch.autograd.Function):
             maxima = exponentials.amax(dim=-1, keepdim=True)
             sums = exponentials.sub_(maxima).exp_().sum(dim=-1, keepdim=True)
             log_normalizers[block] = (maxima + sums.log()).squeeze(1)
-            if with_grad:
+            if grad is not None:
                 probabilities = exponentials.div_(sums)
                 probabilities[torch.arange(len(probabilities), device=logits.device), labels[block]] -= 1
                 grad[block] = probabilities.div_(len(logits))
-        if with_grad:
+        if grad is not None:
             ctx.save_for_backward(grad)
         return (log_normalizers - logits.gather(1, labels[:, None]).squeeze(1).to(compute)).mean()
 
@@ -669,7 +675,7 @@ def masked_lm_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch
 
 
 # Copied from hf_structure.layers.random_keep_mask
-def random_keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def random_keep_mask(shape: tuple[int, ...], p: float, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """`shape` of 0.0 (dropped, independently with probability p) and 1.0 (kept), in `dtype`.
 
     Two entries share one 64-bit number of an SFC64 stream (numpy's fastest generator, which passes the standard

@@ -3,9 +3,12 @@
 
 from dataclasses import dataclass, field
 
+from transformers import TrainerCallback
+
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
 from ...training.collators import ReproducibleMaskingCollator
+from ...training.trainer import SparsePrediction
 from .configuration_structformer import StructFormerConfig
 
 
@@ -49,6 +52,10 @@ def masking_collator(arguments: StructFormerTrainingArguments, tokenizer, seed: 
     )
 
 
+def callbacks(arguments: StructFormerTrainingArguments) -> list[TrainerCallback]:
+    return [SparsePrediction()]
+
+
 TRAINING = LanguageModelTraining(
-    arguments=StructFormerTrainingArguments, new_config=new_config, collator=masking_collator
+    arguments=StructFormerTrainingArguments, new_config=new_config, collator=masking_collator, callbacks=callbacks
 )
