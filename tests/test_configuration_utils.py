@@ -7,8 +7,7 @@ import pytest
 from transformers import BertConfig
 
 from hf_structure.configuration_utils import FLAT_ENCODER_KEYS
-from hf_structure.models.arc_hybrid import ArcHybridConfig, ArcHybridForParsing
-from hf_structure.models.g2gtr import G2GTrConfig, G2GTrForParsing
+from tests.helpers.tiny_models import declared_tiny_models
 
 # A tiny encoder's settings as a config.json of the flat format holds them.
 FLAT_ENCODER = {
@@ -26,20 +25,23 @@ FLAT_ENCODER = {
     "initializer_range": 0.02,
     "pad_token_id": 0,
 }
-PARSERS = [
-    pytest.param(G2GTrConfig, G2GTrForParsing, {"graph_layers": 1, "deprels": ["dep", "root"]}, id="g2gtr"),
-    pytest.param(
-        ArcHybridConfig, ArcHybridForParsing, {"encoder_type": "bert", "deprels": ["dep", "root"]}, id="arc_hybrid"
-    ),
-]
+# The declared tiny models whose config nests a pretrained encoder's (the supervised parsers'): their model type's
+# spec and their own settings beside the encoder's.
+PARSERS = {
+    name: (spec, {key: value for key, value in tiny.config.items() if key != "encoder_config"})
+    for name, (spec, tiny) in declared_tiny_models().items()
+    if "encoder_config" in tiny.config
+}
 
 
 def test_the_flat_keys_are_every_setting_the_encoder_is_built_from_but_the_padding_id_the_parser_keeps_too():
     assert set(FLAT_ENCODER) == {*FLAT_ENCODER_KEYS, "pad_token_id"}
 
 
-@pytest.mark.parametrize("config_class, model_class, own", PARSERS)
-def test_a_flat_config_loads_into_the_same_encoder_and_weight_names(config_class, model_class, own, tmp_path):
+@pytest.mark.parametrize("name", PARSERS)
+def test_a_flat_config_loads_into_the_same_encoder_and_weight_names(name, tmp_path):
+    spec, own = PARSERS[name]
+    config_class, model_class = spec.config_class, spec.auto_classes[spec.parsing_class]
     flat = config_class.from_dict({**FLAT_ENCODER, **own, "model_type": config_class.model_type})
     nested = config_class(encoder_config=BertConfig(**FLAT_ENCODER), **own)
     assert {key: getattr(flat.encoder_config, key) for key in FLAT_ENCODER} == FLAT_ENCODER
@@ -53,8 +55,9 @@ def test_a_flat_config_loads_into_the_same_encoder_and_weight_names(config_class
     assert reloaded.to_dict() == flat.to_dict()
 
 
-@pytest.mark.parametrize("config_class", [G2GTrConfig, ArcHybridConfig])
-def test_the_encoder_is_given_one_way_and_is_a_bert(config_class):
+@pytest.mark.parametrize("name", PARSERS)
+def test_the_encoder_is_given_one_way_and_is_a_bert(name):
+    config_class = PARSERS[name][0].config_class
     with pytest.raises(ValueError, match="hidden_size given beside encoder_config"):
         config_class(encoder_config=FLAT_ENCODER, hidden_size=48)
     with pytest.raises(ValueError, match="must be a BERT's, got model_type 'roberta'"):
@@ -63,9 +66,9 @@ def test_the_encoder_is_given_one_way_and_is_a_bert(config_class):
     assert config_class(encoder_config=FLAT_ENCODER, pad_token_id=0).encoder_config.pad_token_id == 0
 
 
-@pytest.mark.parametrize("config_class", [G2GTrConfig, ArcHybridConfig])
-def test_without_an_encoder_a_parser_has_all_minilm_l6_v2_s_sizes(config_class):
-    encoder = config_class().encoder_config
+@pytest.mark.parametrize("name", PARSERS)
+def test_without_an_encoder_a_parser_has_all_minilm_l6_v2_s_sizes(name):
+    encoder = PARSERS[name][0].config_class().encoder_config
     assert (
         encoder.hidden_size,
         encoder.num_hidden_layers,

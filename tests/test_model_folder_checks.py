@@ -14,11 +14,20 @@ import pytest
 from hf_structure.bundled import ModelFolderError, bundled_checkpoints, check_model_folder, load_model_and_tokenizer
 from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.pipelines import load_parser
+from hf_structure.registry import MODEL_SPECS
+from hf_structure.training.arguments import PretrainedEncoderArguments
 from tests.helpers.paths import ROOT
-from tests.helpers.tiny_models import save_tiny_model
+from tests.helpers.tiny_models import new_declared_tiny_model, save_tiny_model
 
 # A tokenizer of another model: more words than the tiny models' corpus.
 OTHER_CORPUS = ["colourless green ideas sleep furiously", "time flies like an arrow", "fruit flies like a banana"]
+# The registered model types whose new parsers start from a pretrained BERT (their training recipe's arguments are
+# `PretrainedEncoderArguments`): training saves each with the encoder's tokenizer.
+ON_A_PRETRAINED_ENCODER = [
+    model_type
+    for model_type, spec in MODEL_SPECS.items()
+    if spec.training is not None and issubclass(spec.training_recipe().arguments, PretrainedEncoderArguments)
+]
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +87,9 @@ def test_a_special_token_at_another_id_than_the_config_records_is_refused(tiny_f
 
 def test_a_tokenizer_smaller_than_the_embedding_passes(tmp_path):
     """An embedding may have spare rows (a vocabulary padded to a round size); only more tokens than rows is wrong."""
-    from hf_structure import R2D2Config, R2D2ForLanguageModeling
-
-    tokenizer = build_word_tokenizer(["the old man sat on the bench"])
-    config = R2D2Config(vocab_size=len(tokenizer) + 5, hidden_size=16, num_attention_heads=2, intermediate_size=32)
-    R2D2ForLanguageModeling(config).save_pretrained(tmp_path)
+    model, tokenizer = new_declared_tiny_model("r2d2")
+    assert len(tokenizer) < model.config.vocab_size
+    model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     check_model_folder(tmp_path)
 
@@ -98,11 +105,14 @@ def test_every_bundled_model_passes(name):
     check_model_folder(bundled_checkpoints()[name])
 
 
-@pytest.mark.parametrize("model_type", ["g2gtr", "arc_hybrid"])
+@pytest.mark.parametrize("model_type", ON_A_PRETRAINED_ENCODER)
 def test_tiny_supervised_parsers_as_saved_pass(model_type, bert_folder, tmp_path):
-    from tests.pipelines.test_odd_words_and_long_items import tiny_supervised
+    """A new parser as training makes it, over the tiny BERT (`training.parser.new_parser`)."""
+    from hf_structure.training.parser import new_parser
+    from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
-    model, tokenizer = tiny_supervised(model_type, bert_folder)
+    arguments = MODEL_SPECS[model_type].training_recipe().arguments(encoder=str(bert_folder))
+    model, tokenizer = new_parser(model_type, arguments, SENTENCES, DEPRELS)
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     check_model_folder(tmp_path)

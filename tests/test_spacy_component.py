@@ -1,8 +1,10 @@
 """The spaCy component: found through its entry point, it parses spaCy's tokens with an hf_structure model and sets
 what the model gives (heads and labels, constituents, or both) where spaCy's own tools read it (doc.sents, displaCy,
-the scorer, span groups); a pipeline saved with `nlp.to_disk` parses the same after `spacy.load`. On a tiny model of
-each kind: StructFormer (heads and constituents), R2D2 (constituents only), G2GTr and arc-hybrid (labelled heads)."""
+the scorer, span groups); a pipeline saved with `nlp.to_disk` parses the same after `spacy.load`. On every tiny model
+that the registered model types declare (`ModelSpec.tiny_models`), each checked for what its parses hold (its type's
+`parse_outputs`: heads and labels, constituents, or both)."""
 
+import functools
 import shutil
 
 import pytest
@@ -13,39 +15,27 @@ import srsly  # noqa: E402  (spaCy's)
 import torch  # noqa: E402
 from transformers import pipeline  # noqa: E402
 
-from tests.helpers.tiny_models import save_tiny_model, save_tiny_r2d2  # noqa: E402
+from tests.helpers.tiny_models import declared_tiny_models, save_declared_tiny_model  # noqa: E402
 
 TEXT = "The old man sat on the bench.  A dog ran and tired. The man sat"
 TEXTS = [TEXT, "A dog ran. The man sat", "the old man sat on the bench", "?", ""]
-# What each kind of model's parses hold besides `words`.
-GIVES = {
-    "structformer": {"heads", "spans"},
-    "r2d2": {"spans"},
-    "g2gtr": {"heads", "deprels"},
-    "arc_hybrid": {"heads", "deprels"},
-}
+TINY_MODELS = declared_tiny_models()
+
+
+def gives(name: str) -> set[str]:
+    """What the tiny model `name`'s parses hold that the component sets on a doc: its type's `parse_outputs`, scores
+    aside."""
+    spec, _ = TINY_MODELS[name]
+    return set(spec.parse_outputs) & {"heads", "deprels", "spans"}
 
 
 @pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory, bert_folder):
-    """kind -> the folder of a tiny random model of that kind, saved when first asked for."""
-    from tests.pipelines.test_odd_words_and_long_items import tiny_supervised
+def tiny_folder(tmp_path_factory):
+    """name -> the folder of the declared tiny model `name`, saved when first asked for."""
 
-    folders = {}
-
-    def folder(kind: str) -> str:
-        if kind not in folders:
-            path = tmp_path_factory.mktemp(kind) / "model"
-            if kind == "structformer":
-                save_tiny_model(path)
-            elif kind == "r2d2":
-                save_tiny_r2d2(path)
-            else:
-                model, tokenizer = tiny_supervised(kind, bert_folder)
-                model.save_pretrained(path)
-                tokenizer.save_pretrained(path)
-            folders[kind] = str(path)
-        return folders[kind]
+    @functools.cache
+    def folder(name: str) -> str:
+        return str(save_declared_tiny_model(name, tmp_path_factory.mktemp(name) / "model"))
 
     return folder
 
@@ -59,21 +49,21 @@ def parsed(doc):
     return tokens, [(span.start, span.end, span.label_) for span in doc.spans["constituents"]]
 
 
-@pytest.mark.parametrize("kind", GIVES)
-def test_each_kind_of_model_sets_what_its_parses_give(kind, tiny_folder):
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_each_kind_of_model_sets_what_its_parses_give(name, tiny_folder):
     nlp = spacy.blank("en")  # nothing downloaded; the factory comes from hf_structure's entry point
-    nlp.add_pipe("hf_structure", config={"model": tiny_folder(kind)})
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder(name)})
     doc = nlp(TEXT)
     assert [sentence.text.strip() for sentence in doc.sents] == [
         "The old man sat on the bench.",
         "A dog ran and tired.",
         "The man sat",
     ]
-    parser = pipeline("unsupervised-parsing", model=tiny_folder(kind))
+    parser = pipeline("unsupervised-parsing", model=tiny_folder(name))
     for sentence in doc.sents:
         words = [token for token in sentence if not token.is_space]
         expected = parser([token.text for token in words], is_split_into_words=True)
-        assert set(expected) & {"heads", "deprels", "spans"} == GIVES[kind]
+        assert set(expected) & {"heads", "deprels", "spans"} == gives(name)
         if "heads" in expected:
             assert [token.head.i - sentence.start if token.head != token else -1 for token in words] == [
                 head - 1 for head in expected["heads"]
@@ -88,29 +78,29 @@ def test_each_kind_of_model_sets_what_its_parses_give(kind, tiny_folder):
                 for span in doc.spans["constituents"]
                 if sentence.start <= span.start < sentence.end
             } == {tuple(span) for span in expected["spans"]}
-    if "heads" in GIVES[kind]:
+    if "heads" in gives(name):
         space = next(token for token in doc if token.is_space)
         assert space.head.i == space.i - 1 and space.dep_ == "dep"  # whitespace hangs on the word before it
     else:  # spaCy's defaults: no heads, no labels
         assert not doc.has_annotation("DEP") and not doc.has_annotation("HEAD")
-    if "spans" in GIVES[kind]:
+    if "spans" in gives(name):
         assert all(span.label_ == "X" for span in doc.spans["constituents"])
     else:
         assert "constituents" not in doc.spans  # no span group is made up for a model of heads
 
 
-@pytest.mark.parametrize("kind", GIVES)
-def test_pipe_equals_one_doc_at_a_time_and_earlier_sentences_are_kept(kind, tiny_folder):
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_pipe_equals_one_doc_at_a_time_and_earlier_sentences_are_kept(name, tiny_folder):
     nlp = spacy.blank("en")
-    nlp.add_pipe("hf_structure", config={"model": tiny_folder(kind), "batch_size": 2})
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder(name), "batch_size": 2})
     piped = [parsed(doc) for doc in nlp.pipe(TEXTS)]
     assert piped == [parsed(nlp(text)) for text in TEXTS]
-    constituents = [] if "spans" in GIVES[kind] else None
-    assert piped[-2] == ([(0, "ROOT" if "heads" in GIVES[kind] else "", True)], constituents)  # "?"
+    constituents = [] if "spans" in gives(name) else None
+    assert piped[-2] == ([(0, "ROOT" if "heads" in gives(name) else "", True)], constituents)  # "?"
     assert piped[-1] == ([], constituents)  # ""
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer", config={"punct_chars": [";"]})
-    nlp.add_pipe("hf_structure", config={"model": tiny_folder(kind)})
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder(name)})
     assert len(list(nlp("A dog ran. The man sat; the old man").sents)) == 2  # the sentencizer's, not ours
 
 
@@ -131,9 +121,9 @@ def test_the_factory_declares_what_the_component_assigns():
 
 
 @pytest.mark.parametrize("save_model", [False, True], ids=["folder-named", "model-saved"])
-@pytest.mark.parametrize("kind", GIVES)
-def test_a_saved_pipeline_parses_the_same_after_spacy_load(kind, save_model, tiny_folder, tmp_path, monkeypatch):
-    shutil.copytree(tiny_folder(kind), tmp_path / "model")
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_a_saved_pipeline_parses_the_same_after_spacy_load(name, save_model, tiny_folder, tmp_path, monkeypatch):
+    shutil.copytree(tiny_folder(name), tmp_path / "model")
     monkeypatch.chdir(tmp_path)
     nlp = spacy.blank("en")
     nlp.add_pipe("hf_structure", config={"model": "model", "save_model": save_model})  # a folder relative to here

@@ -12,7 +12,7 @@ import pytest
 
 from hf_structure.cli import main
 from tests.helpers.paths import FIXTURES, ROOT
-from tests.helpers.tiny_models import save_tiny_r2d2
+from tests.helpers.tiny_models import new_declared_tiny_model, save_tiny_r2d2
 
 TINY_CONLLU = FIXTURES / "tiny.conllu"
 LINES = ["the old man sat on the bench", "a dog ran", "the dog , old , ran"]
@@ -299,27 +299,8 @@ def test_draw_and_svg_of_a_model_without_heads_show_the_tree_alone(spans_only_mo
 
 
 def test_tree_decoding_chooses_the_tree_and_one_a_model_lacks_is_one_clear_error(tmp_path, capsys):
-    import torch
-
-    from hf_structure.data.tokenization import build_word_tokenizer
-    from hf_structure.models.r2d2 import R2D2Config, R2D2ForLanguageModeling
-
     folder = tmp_path / "fast"
-    tokenizer = build_word_tokenizer(["the old man sat on the bench"])
-    torch.manual_seed(0)
-    config = R2D2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        num_attention_heads=2,
-        intermediate_size=32,
-        num_composition_layers=1,
-        window_size=2,
-        pruning="parser",
-        parser_embedding_size=8,
-        parser_hidden_size=8,
-        parser_num_layers=1,
-    )
-    model = R2D2ForLanguageModeling(config)
+    model, tokenizer = new_declared_tiny_model("fast_r2d2")  # Fast-R2D2: its parser's trees, or the pruned chart's
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     words = ["the", "old", "man", "sat", "on", "the", "bench"]
