@@ -44,6 +44,16 @@ class CardMetric:
 
 
 TINY_TOKENIZERS = ("words", "word_pieces")
+# A tiny BERT encoder that reads the tests' `"word_pieces"` vocabulary: the `encoder_config` of a tiny parser on a
+# pretrained encoder (`TinyModel.config`).
+TINY_BERT_ENCODER: dict[str, int] = dict(
+    vocab_size=64,
+    hidden_size=16,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=32,
+    max_position_embeddings=64,
+)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 from ...hub.card_metrics import ATTACHMENT
-from ...registry import ModelSpec, TinyModel
+from ...registry import TINY_BERT_ENCODER, ModelSpec, TinyModel
 from .configuration_arc_hybrid import ArcHybridConfig
 from .modeling_arc_hybrid import ArcHybridForParsing, ArcHybridOutput, ArcHybridPreTrainedModel
 
@@ -22,14 +22,7 @@ MODEL_SPEC = ModelSpec(
         TinyModel(
             "arc_hybrid",
             config=dict(
-                encoder_config=dict(
-                    vocab_size=64,
-                    hidden_size=16,
-                    num_hidden_layers=1,
-                    num_attention_heads=2,
-                    intermediate_size=32,
-                    max_position_embeddings=64,
-                ),
+                encoder_config=dict(TINY_BERT_ENCODER),
                 arc_size=16,
                 label_size=16,
                 step_size=16,

@@ -1,5 +1,5 @@
 from ...hub.card_metrics import ATTACHMENT
-from ...registry import ModelSpec, TinyModel
+from ...registry import TINY_BERT_ENCODER, ModelSpec, TinyModel
 from .configuration_g2gtr import G2GTrConfig
 from .modeling_g2gtr import G2GTrForParsing, G2GTrPreTrainedModel
 
@@ -16,14 +16,7 @@ MODEL_SPEC = ModelSpec(
         TinyModel(
             "g2gtr",
             config=dict(
-                encoder_config=dict(
-                    vocab_size=64,
-                    hidden_size=16,
-                    num_hidden_layers=1,
-                    num_attention_heads=2,
-                    intermediate_size=32,
-                    max_position_embeddings=64,
-                ),
+                encoder_config=dict(TINY_BERT_ENCODER),
                 action_hidden_size=16,
                 label_hidden_size=16,
                 deprels=("root", "nsubj", "obj", "det", "punct"),
