@@ -212,3 +212,22 @@ def test_spacy_pipelines_without_the_component_do_not_import_hf_structure():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "[]", run.stderr[-2000:]
+
+
+def test_quantize_int8_parses_in_int8_and_saves_the_model_as_stored(tiny_folder, tmp_path):
+    """The component's `quantize` setting is the pipeline's: int8 while parsing, the saved weights those on disk."""
+    from safetensors.torch import load_file
+
+    from hf_structure.pipelines.quantization import Int8Linear
+
+    folder = tiny_folder("arc_hybrid")
+    nlp = spacy.blank("en")
+    component = nlp.add_pipe("hf_structure", config={"model": folder, "save_model": True, "quantize": "int8"})
+    before = [parsed(doc) for doc in nlp.pipe(TEXTS)]
+    assert any(isinstance(module, Int8Linear) for module in component.parser.model.modules())
+    nlp.to_disk(tmp_path / "pipeline")
+    saved = load_file(tmp_path / "pipeline" / "hf_structure" / "model" / "model.safetensors")
+    assert saved.keys() == load_file(f"{folder}/model.safetensors").keys()
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert any(isinstance(module, Int8Linear) for module in loaded.get_pipe("hf_structure").parser.model.modules())
+    assert [parsed(doc) for doc in loaded.pipe(TEXTS)] == before

@@ -23,7 +23,8 @@ pipeline that `spacy.load` reads. `nlp.to_disk(path)` writes in the component's 
 bundled short name or Hub id as given, a folder by its absolute path. With the setting `save_model=True` it also
 saves the model itself there (`save_pretrained`: weights, config and tokenizer, the weights in the precision they are
 stored in), so that the saved pipeline needs nothing else. `spacy.load(path)` parses with the model so named or
-saved, unless its config is given another `model`.
+saved, unless its config is given another `model`. The setting `quantize="int8"` parses with the encoder on int8
+(the pipeline's option: on the CPU, for the dependency parsers); the saved model stays as stored.
 """
 
 from collections.abc import Iterable, Iterator
@@ -56,9 +57,10 @@ class StructureParser:
         spans_key: str = "constituents",
         num_threads: int | None = None,
         save_model: bool = False,
+        quantize: str | None = None,
     ):
         self.model_name_or_path, self.batch_size, self.spans_key = model, batch_size, spans_key
-        self.num_threads, self.save_model = num_threads, save_model
+        self.num_threads, self.save_model, self.quantize = num_threads, save_model, quantize
         # Where the model loads from: a folder by its absolute path, so that a change of directory keeps it.
         self.model_location = str(Path(model).resolve()) if Path(model).exists() else model
         self._parser: UnsupervisedParsingPipeline | None = None
@@ -67,7 +69,7 @@ class StructureParser:
     def parser(self) -> UnsupervisedParsingPipeline:
         """The `unsupervised-parsing` pipeline over the model, loaded when first needed."""
         if self._parser is None:
-            self._parser = load_parser(self.model_location, num_threads=self.num_threads)
+            self._parser = self._load()
         return self._parser
 
     def __call__(self, doc: Doc) -> Doc:
@@ -104,13 +106,17 @@ class StructureParser:
             self.model_location = str(saved) if source["saved"] else source["location"]
 
         util.from_disk(path, {SOURCE_FILE: read_source}, exclude)
-        self._parser = load_parser(self.model_location, num_threads=self.num_threads)
+        self._parser = self._load()
         return self
+
+    def _load(self) -> UnsupervisedParsingPipeline:
+        return load_parser(self.model_location, num_threads=self.num_threads, quantize=self.quantize)
 
     def _save_model(self, folder: Path) -> None:
         from .hub.export import keep_stored_precision
 
-        parser = self.parser
+        # The model as stored: a quantized one is the component's own, made when it loads.
+        parser = load_parser(self.model_location) if self.quantize else self.parser
         with quiet_weight_files():
             parser.model.save_pretrained(folder)
         cast(PreTrainedTokenizerBase, parser.tokenizer).save_pretrained(folder)

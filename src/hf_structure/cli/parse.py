@@ -15,7 +15,18 @@ from collections.abc import Iterable
 from ..bundled import DEFAULT_MODEL
 from ..pipelines.word_tokenization import WORD_CONVENTIONS
 from . import distributed
-from .common import THREADS_HELP, check_device, count_argument, fail, load_or_fail, progress_bar, resolved_model_path
+from .common import (
+    QUANTIZATIONS,
+    QUANTIZE_HELP,
+    THREADS_HELP,
+    check_device,
+    count_argument,
+    fail,
+    load_or_fail,
+    progress_bar,
+    quantize_or_fail,
+    resolved_model_path,
+)
 from .parse_input import (
     STDIN,
     Unit,
@@ -122,6 +133,7 @@ def add_command(commands) -> None:
     )
     parse.add_argument("--device", help="where the model runs: cpu, cuda, cuda:1, mps ... (default: the pipeline's)")
     parse.add_argument("--threads", type=count_argument, metavar="N", help=THREADS_HELP)
+    parse.add_argument("--quantize", choices=QUANTIZATIONS, help=QUANTIZE_HELP)
     parse.set_defaults(run=run)
 
 
@@ -206,7 +218,8 @@ def run(args) -> None:
     from ..pipelines import load_parser
     from ..pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description
 
-    load = functools.partial(load_parser, device=device, num_threads=args.threads)
+    load = functools.partial(load_parser, device=device, num_threads=args.threads, quantize=args.quantize)
+    load = quantize_or_fail("parse", args.quantize, load)
     parser = load_or_fail("parse", load, resolved_model_path("parse", args.model))
     options, flags = _pipeline_options(args)
     try:  # every option the command was given, against what the model declares, before any line is parsed

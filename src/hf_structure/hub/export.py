@@ -18,7 +18,7 @@ from .cards import card_eval_record, folder_model_spec, render_model_card
 from .records import EVAL_RECORD, TRAINING_RECORD, load_training_record, read_json, write_json
 
 TASK = "unsupervised-parsing"
-PIPELINE_FILES = ("unsupervised_parsing.py", "batched_parsing.py", "word_tokenization.py")
+PIPELINE_FILES = ("unsupervised_parsing.py", "batched_parsing.py", "quantization.py", "word_tokenization.py")
 REQUIRED_FILES = (
     "config.json",
     "model.safetensors",

@@ -50,6 +50,7 @@ from .batched_parsing import (
     parse_in_order,
     unparsable_sentence,
 )
+from .quantization import quantized
 from .word_tokenization import WORD_CONVENTIONS, sentence_offsets, tokenize_with_offsets
 
 
@@ -173,7 +174,9 @@ class UnsupervisedParsingPipeline(Pipeline):
     re-attached punctuation from the output: models with `punctuation_policy="reattach"` only), `return_scores=True`
     (the model's extras under `scores`, where its parses have them), `num_threads` (torch's CPU threads for the
     model's parse, at construction or per call; the caller's `torch.get_num_threads()` is restored after; default:
-    one per core that other processes leave free, at most the caller's count: see `default_num_threads`). Any other
+    one per core that other processes leave free, at most the caller's count: see `default_num_threads`);
+    at construction only, `quantize="int8"` (the encoder's linear layers on int8, on the CPU, for models that name
+    their `int8_modules`: see `quantization.py`; the saved weights are not changed). Any other
     option is the model's and goes to its
     `parse`, e.g.
     `head_decoding` for models that decode heads from arc scores (`"argmax"`, `"eisner"`, `"chu-liu-edmonds"`;
@@ -189,9 +192,18 @@ class UnsupervisedParsingPipeline(Pipeline):
     _load_feature_extractor = False  # type: ignore[assignment]
     _load_tokenizer = True  # type: ignore[assignment]
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, quantize: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.model = quantized(self.model, quantize, self.device)
         self.load = LoadMeasurement()  # the machine's load, measured when a parse first needs a thread count
+
+    def save_pretrained(self, *args, **kwargs):
+        if getattr(self.model, "quantization", None):
+            raise ValueError(
+                f"this pipeline's model is quantized ({self.model.quantization}) for parsing only; save the model "
+                "it was loaded from instead"
+            )
+        super().save_pretrained(*args, **kwargs)
 
     def _sanitize_parameters(
         self,

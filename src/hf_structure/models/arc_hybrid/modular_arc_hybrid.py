@@ -247,6 +247,12 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         self.matching_scorer = ArcHybridBiaffine(config.step_size)
         self.post_init()
 
+    @property
+    def int8_modules(self) -> tuple[str, ...]:
+        """What `quantize="int8"` makes int8 (`pipelines.quantization`): the BERT encoder's linear layers (EWT figures
+        in the model card); a BiLSTM encoder stays as it is."""
+        return ("encoder",) if self.config.encoder_type == "bert" else ()
+
     @staticmethod
     def is_pretrained_parameter(name: str) -> bool:
         """Whether a parameter comes from the pretrained encoder (trained with the lower learning rate): BERT's, or
