@@ -249,8 +249,8 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
 
     @property
     def int8_modules(self) -> tuple[str, ...]:
-        """What `quantize="int8"` makes int8 (`pipelines.quantization`): the BERT encoder's linear layers (EWT figures
-        in the model card); a BiLSTM encoder stays as it is."""
+        """What `quantize="int8"` makes int8 (`pipelines.quantization`): the BERT encoder's linear layers (EWT figures:
+        docs/benchmarks.md); a BiLSTM encoder stays as it is."""
         return ("encoder",) if self.config.encoder_type == "bert" else ()
 
     @staticmethod

@@ -187,8 +187,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
     """The encoder with graph input, and the action and label classifiers."""
 
     accepts_loss_kwargs = False
-    # What `quantize="int8"` makes int8 (`pipelines.quantization`): the encoder layers' linear layers (EWT figures in
-    # the model card); the classifiers stay in float32.
+    # What `quantize="int8"` makes int8 (`pipelines.quantization`): the encoder layers' linear layers (EWT figures:
+    # docs/benchmarks.md); the classifiers stay in float32.
     int8_modules = ("layers",)
 
     def __init__(self, config: G2GTrConfig):
