@@ -184,13 +184,19 @@ def test_a_bundled_student_records_its_teacher_its_stages_and_its_stored_precisi
 def test_a_teacher_needs_parser_pruning_and_a_tree_for_every_sentence(tmp_path, text_files):  # noqa: F811
     teacher = tmp_path / "few.jsonl"
     write_trees(teacher, [["a", "b"]], [[(0, 2)]])
+    from hf_structure.training.language_model import main
+
+    # In this process: each is refused before training, and three fresh interpreters cost ~25 s.
     args = [*COMMON, *data_args(text_files), "--teacher_trees", str(teacher), "--max_steps", "1", "--do_train"]
-    heuristic = run_mlm([*TINY_R2D2, *args, "--output_dir", str(tmp_path / "h")])
-    assert heuristic.returncode != 0 and "needs --pruning parser" in heuristic.stderr
-    missing = run_mlm([*FAST, *args, "--output_dir", str(tmp_path / "m")])
-    assert missing.returncode != 0 and "few.jsonl: no tree for sentence 1 (" in missing.stderr
-    alone = run_mlm([*FAST, *COMMON, *data_args(text_files), "--parser_only", "--output_dir", str(tmp_path / "p")])
-    assert alone.returncode != 0 and "need --teacher_model or --teacher_trees" in alone.stderr
+    with pytest.raises(ValueError, match="needs --pruning parser"):
+        main([*TINY_R2D2, *args, "--output_dir", str(tmp_path / "h")], "structformer")
+    with pytest.raises(TeacherTreesError, match=r"few\.jsonl: no tree for sentence 1 \("):
+        main([*FAST, *args, "--output_dir", str(tmp_path / "m")], "structformer")
+    with pytest.raises(ValueError, match="need --teacher_model or --teacher_trees"):
+        main(
+            [*FAST, *COMMON, *data_args(text_files), "--parser_only", "--output_dir", str(tmp_path / "p")],
+            "structformer",
+        )
 
 
 def test_the_teachers_weight_falls_linearly_between_the_anneal_steps():
