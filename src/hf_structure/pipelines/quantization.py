@@ -2,12 +2,14 @@
 
 `quantize="int8"`: the linear layers of the modules a model class names in `int8_modules` (its encoder's) become
 `Int8Linear`s: torch's dynamic int8 quantization (each weight row in int8 with its own scale, each input quantized
-per call, the products on int8: fbgemm on x86, qnnpack on Arm), except for the few input channels whose values reach
-`OUTLIER_THRESHOLD` in that call, which are multiplied in float32 (LLM.int8(), Dettmers et al. 2022). BERT-type
-encoders have such channels (one or two of 384 reach 15-30 where the others stay within about 2), and quantizing
-them with the rest cost arc-hybrid-ewt 0.5 UAS on EWT dev; kept apart, int8 costs the two dependency parsers less
-than 0.1 there. The rest of the model, its scorers and decoders, stays in float32. Only a class that names its
-modules takes the option, once its int8 accuracy is measured (hf_structure's docs/benchmarks.md has the figures).
+per call, the products on int8: fbgemm on x86, qnnpack on Arm), except for a few input channels, multiplied in
+float32 (LLM.int8(), Dettmers et al. 2022). BERT-type encoders have such outlier channels: the same few of 384 reach
+15-30 where the others stay within about 2, and quantized with the rest they cost arc-hybrid-ewt 0.7 UAS on EWT dev.
+Which channels is measured once, when the model is quantized: the model parses `CALIBRATION_SENTENCES` in float32
+and each layer keeps in float32 the input channels that exceed `CALIBRATION_THRESHOLD` there (finding them in every
+call instead cost as much time as int8 saves on two threads). The rest of the model, its scorers and decoders, stays
+in float32. Only a class that names its modules takes the option, once its int8 accuracy is measured (hf_structure's
+docs/benchmarks.md has the figures).
 
 This file travels with the pipeline to a pushed model folder: it imports torch alone.
 """
@@ -20,9 +22,21 @@ import torch.nn.functional as F
 from torch import nn
 
 QUANTIZATIONS = ("int8",)
-# Inputs beyond this magnitude stay in float32; chosen on EWT dev (4 and 6 tried: 6, LLM.int8's value, kept up to
-# 0.12 UAS less for the two dependency parsers, 4 at most 0.07 less).
-OUTLIER_THRESHOLD = 4.0
+# Input channels beyond this in CALIBRATION_SENTENCES stay in float32: chosen on EWT dev among 2.5, 3, 3.5 and 4
+# (docs/benchmark-history.md); the channels that reach 4 in some dev sentence are nearly all among them.
+CALIBRATION_THRESHOLD = 3.0
+# Plain, varied English: clauses, a question, numbers, an address, runs of punctuation; words as the parsers take them.
+CALIBRATION_SENTENCES = [
+    sentence.split()
+    for sentence in (
+        "The old man sat on the bench .",
+        "Stocks fell sharply after the report was released .",
+        "Can you send me the file by Friday ?",
+        "I 've been waiting 3 hours - this is ridiculous !!!",
+        "She said that he would n't come , but he did .",
+        "http://www.example.com is down again ; call 555-1234 .",
+    )
+]
 
 
 class QuantizationError(ValueError):
@@ -36,13 +50,14 @@ class QuantizationError(ValueError):
 
 
 class Int8Linear(nn.Module):
-    """A linear layer on int8, but for the input channels that reach `threshold` in a call (see the module's
-    docstring): the same outputs as the float layer to within int8's rounding."""
+    """A linear layer on int8, but for the input channels `outliers`, multiplied in float32 (see the module's
+    docstring): the float layer's outputs to within int8's rounding while its other inputs stay small."""
 
     quantized: nn.Module
-    weight: torch.Tensor
+    outliers: torch.Tensor
+    outlier_weight: torch.Tensor
 
-    def __init__(self, linear: nn.Linear, threshold: float = OUTLIER_THRESHOLD):
+    def __init__(self, linear: nn.Linear, outliers: torch.Tensor):
         super().__init__()
         linear = copy.deepcopy(linear).float()
         per_row = {nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig}
@@ -53,22 +68,43 @@ class Int8Linear(nn.Module):
             warnings.filterwarnings("ignore", message=r"torch\.quantize_per_(tensor|channel)", category=UserWarning)
             sequential = torch.ao.quantization.quantize_dynamic(nn.Sequential(linear), per_row, dtype=torch.qint8)
         self.quantized = sequential[0]
-        self.register_buffer("weight", linear.weight.detach())  # the float columns of the outlier channels
-        self.threshold = threshold
+        self.register_buffer("outliers", outliers.long())
+        self.register_buffer("outlier_weight", linear.weight.detach()[:, self.outliers].contiguous())
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        outliers = (inputs.abs().flatten(0, -2).amax(0) > self.threshold).nonzero().squeeze(1)
-        if not len(outliers):
+        if not len(self.outliers):
             return self.quantized(inputs)
-        return self.quantized(inputs.index_fill(-1, outliers, 0.0)) + F.linear(
-            inputs.index_select(-1, outliers), self.weight.index_select(1, outliers)
+        return self.quantized(inputs.index_fill(-1, self.outliers, 0.0)) + F.linear(
+            inputs.index_select(-1, self.outliers), self.outlier_weight
         )
 
 
-def quantized(model, quantize: str | None, device: torch.device | str = "cpu"):
+def input_maxima(model, linears: dict[str, nn.Linear], tokenizer) -> dict[str, torch.Tensor]:
+    """The largest magnitude each input channel of each of `linears` (by name) reaches while `model` parses
+    CALIBRATION_SENTENCES."""
+    maxima: dict[str, torch.Tensor] = {}
+
+    def record(name):
+        def hook(module, inputs, output):
+            largest = inputs[0].detach().abs().flatten(0, -2).amax(0)
+            maxima[name] = torch.maximum(maxima[name], largest) if name in maxima else largest
+
+        return hook
+
+    hooks = [linear.register_forward_hook(record(name)) for name, linear in linears.items()]
+    try:
+        with torch.inference_mode():
+            model.parse(CALIBRATION_SENTENCES, tokenizer)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return maxima
+
+
+def quantized(model, tokenizer, quantize: str | None, device: torch.device | str = "cpu"):
     """`model` itself for `quantize=None`, else a copy on the CPU with the linear layers of its `int8_modules` as
-    `Int8Linear`s (the model given, and its saved weights, are left as they are). `device`: where the model is to
-    run."""
+    `Int8Linear`s, their outlier channels measured by parsing CALIBRATION_SENTENCES with `tokenizer` (the model
+    given, and its saved weights, are left as they are). `device`: where the model is to run."""
     if quantize is None:
         return model
     if quantize not in QUANTIZATIONS:
@@ -90,11 +126,18 @@ def quantized(model, quantize: str | None, device: torch.device | str = "cpu"):
         raise QuantizationError(quantize, "this torch build has no quantized CPU kernels")
     if torch.backends.quantized.engine not in engines:
         torch.backends.quantized.engine = engines[0]
-    model = copy.deepcopy(model).to("cpu", torch.float32)
-    for prefix in modules:
-        for name, linear in list(model.get_submodule(prefix).named_modules()):
-            if isinstance(linear, nn.Linear):
-                parent, _, attribute = f"{prefix}.{name}".rpartition(".")
-                setattr(model.get_submodule(parent), attribute, Int8Linear(linear))
+    model = copy.deepcopy(model).to("cpu", torch.float32).eval()
+    linears = {
+        f"{prefix}.{name}": linear
+        for prefix in modules
+        for name, linear in model.get_submodule(prefix).named_modules()
+        if isinstance(linear, nn.Linear)
+    }
+    maxima = input_maxima(model, linears, tokenizer)
+    for name, linear in linears.items():
+        parent, _, attribute = name.rpartition(".")
+        largest = maxima.get(name, torch.zeros(linear.in_features))  # a layer the parse never calls
+        outliers = (largest > CALIBRATION_THRESHOLD).nonzero().squeeze(1)
+        setattr(model.get_submodule(parent), attribute, Int8Linear(linear, outliers))
     model.quantization = quantize  # read by the pipeline, which refuses to save such a model
     return model
