@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml packages/hf-structure-g2gtr-ewt/pyproject.toml packages
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test,train,eval,spacy,docs]'
+	$(PY) -m pip install -q -e '.[test,train,eval,spacy,docs,demo]'
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-g2gtr-ewt
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
 	touch $(STAMP)

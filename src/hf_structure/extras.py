@@ -3,8 +3,8 @@
 Parsing (the pipeline, `hf-structure parse`, `evaluate` on a treebank) needs none of them: `pip install hf_structure`
 is enough. Training needs `datasets` (the tokenised corpora), `accelerate` (which `transformers.Trainer` requires)
 and `treebank` (the PTB LM text, the language models' default corpus); the `evaluate` metric modules
-(`evaluation/evaluate_metrics`) need `evaluate`, and a perplexity on `ptb-test` / `ptb-valid` needs `treebank`.
-Keep these names in step with `[project.optional-dependencies]` in pyproject.toml.
+(`evaluation/evaluate_metrics`) need `evaluate`, and a perplexity on `ptb-test` / `ptb-valid` needs `treebank`;
+`hf-structure demo` needs Gradio. Keep these names in step with `[project.optional-dependencies]` in pyproject.toml.
 """
 
 import importlib.util
@@ -13,6 +13,7 @@ from collections.abc import Sequence
 EXTRA_MODULES = {
     "train": ("datasets", "accelerate", "treebank"),
     "eval": ("evaluate", "treebank"),
+    "demo": ("gradio",),
 }
 
 

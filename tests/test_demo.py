@@ -1,0 +1,156 @@
+"""`hf-structure demo` and `hf_structure.demo`: what the page shows for a text (pictures, table, text to copy, one-line
+errors) against the pipeline's own parse, the page served by the command and answering over HTTP, and the command
+without Gradio (the lowest-versions environment has none) saying what to install."""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hf_structure.demo import MODEL_DEFAULT, page_parts, parse_option_names
+from hf_structure.pipelines import load_parser
+from tests.helpers.paths import ROOT
+from tests.helpers.tiny_models import save_declared_tiny_model
+
+# The browser's steps are those of the documentation's screenshot (scripts/demo_screenshot.py).
+_spec = importlib.util.spec_from_file_location("demo_screenshot", ROOT / "scripts" / "demo_screenshot.py")
+browser_steps = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(browser_steps)
+
+HAS_GRADIO = importlib.util.find_spec("gradio") is not None
+TEXT = "The old man sat on the bench. A dog ran."
+CHROMIUM, CHROMEDRIVER = browser_steps.CHROMIUM, browser_steps.CHROMEDRIVER
+OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+
+
+@pytest.fixture(scope="module")
+def tiny_folders(tmp_path_factory) -> dict[str, str]:
+    folder = tmp_path_factory.mktemp("demo")
+    return {name: str(save_declared_tiny_model(name, folder / name)) for name in ("arc_hybrid", "structformer")}
+
+
+@pytest.mark.parametrize("name", ["arc_hybrid", "structformer"])
+def test_the_page_shows_each_sentence_as_the_pipeline_parses_it(name, tiny_folders):
+    pipeline = load_parser(tiny_folders[name])
+    pictures, rows, text, message = page_parts(pipeline, TEXT, {"word_convention": MODEL_DEFAULT})
+    expected = pipeline(TEXT)
+    assert message == "" and pictures.count("<figure") == len(expected) == 2
+    assert pictures.count("<svg") == 2
+    words = [
+        (number, index + 1, word)
+        for number, parse in enumerate(expected, 1)
+        for index, word in enumerate(parse["words"])
+    ]
+    assert [tuple(row[:3]) for row in rows] == words
+    if "heads" in expected[0]:
+        assert [row[3] for row in rows] == [head for parse in expected for head in parse["heads"]]
+        assert "heads: " + " ".join(map(str, expected[1]["heads"])) in text
+    if "tree" in expected[0]:
+        assert expected[0]["tree"] in text and expected[1]["tree"] in text
+
+
+def test_what_cannot_be_parsed_is_one_line_and_the_rest_is_drawn(tiny_folders):
+    pipeline = load_parser(tiny_folders["arc_hybrid"])
+    assert page_parts(pipeline, "  \n ", {})[3] == "Type a sentence or a paragraph to parse."
+    long_sentence = " ".join(["word"] * 600) + "."
+    pictures, rows, _, message = page_parts(pipeline, f"A dog ran. {long_sentence}", {})
+    assert pictures.count("<figure") == 1 and {row[0] for row in rows} == {1}
+    assert "\n" not in message and "word pieces" in message
+    _, _, _, message = page_parts(pipeline, "A dog\x01 ran.", {})
+    assert "\n" not in message and "control character" in message
+    _, _, _, message = page_parts(pipeline, "A dog ran.", {"tree_decoding": "viterbi"})
+    assert "\n" not in message and "tree_decoding" in message
+
+
+@pytest.fixture(scope="module")
+def served(tiny_folders):
+    """`hf-structure demo --port 0` over the two tiny models, in a subprocess: (its URL, seconds to serve)."""
+    if not HAS_GRADIO:
+        pytest.skip("the demo extra (Gradio) is not installed")
+    command = [sys.executable, "-m", "hf_structure.cli", "demo", "--port", "0"]
+    command += ["--model", tiny_folders["arc_hybrid"], "--model", tiny_folders["structformer"]]
+    started = time.perf_counter()
+    server = subprocess.Popen(command, env=OFFLINE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        url = re.match(r"hf-structure demo: serving (http://127\.0\.0\.1:\d+/) \(", line)
+        assert url, line + (server.stderr.read() if server.poll() is not None else "")
+        yield url.group(1), time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_the_command_serves_the_page_on_localhost_and_it_parses_as_the_pipeline(served, tiny_folders):
+    from gradio_client import Client
+
+    url, _ = served
+    options = [MODEL_DEFAULT] * (1 + len(parse_option_names()))  # the word convention, then the models' options
+    client = Client(url, verbose=False)
+    message, pictures, table, text = client.predict(TEXT, tiny_folders["arc_hybrid"], *options, api_name="/parse")
+    expected = load_parser(tiny_folders["arc_hybrid"])(TEXT)
+    assert message == "" and pictures.count("<svg") == 2
+    assert [row[3] for row in table["data"]] == [head for parse in expected for head in parse["heads"]]
+    assert " ".join(expected[0]["words"]) in text and " ".join(expected[1]["words"]) in text
+
+
+@pytest.mark.skipif(
+    not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+    reason=f"no {CHROMIUM} and {CHROMEDRIVER} (Debian: apt install chromium chromium-driver; .ci/run installs them)",
+)
+def test_a_browser_types_a_text_and_sees_each_word_drawn_and_the_pipelines_table(served, tiny_folders, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, seconds_to_serve = served
+    browser = browser_steps.open_browser()
+    try:
+        started = time.perf_counter()
+        figures = browser_steps.parse_on_page(browser, url, TEXT)
+        shown = time.perf_counter() - started
+        expected = load_parser(tiny_folders["arc_hybrid"])(TEXT)
+        assert len(figures) == len(expected)
+        for figure, parse in zip(figures, expected):
+            labels = [word.text for word in figure.find_elements(By.CSS_SELECTOR, "svg text.word")]
+            assert labels == parse["words"]
+        rows = WebDriverWait(browser, 60).until(lambda page: browser_steps.table_rows(page) or False)
+        assert [row[2:4] for row in rows] == [
+            [word, str(head)] for parse in expected for word, head in zip(parse["words"], parse["heads"])
+        ]
+        screenshot = tmp_path / "demo.png"
+        assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 0
+        print(f"served in {seconds_to_serve:.1f} s; page to first parse shown {shown:.1f} s; screenshot {screenshot}")
+    finally:
+        browser.quit()
+
+
+@pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
+def test_a_model_that_does_not_load_ends_the_command_in_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "hf_structure.cli", "demo", "--model", str(tmp_path), "--port", "0"],
+        env=OFFLINE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        == f"hf-structure demo: model folder {tmp_path} has no config.json: is it a saved model folder?"
+    )
+
+
+@pytest.mark.skipif(HAS_GRADIO, reason="Gradio is installed here; the lowest-versions environment runs this")
+def test_the_command_without_gradio_says_what_to_install():
+    done = subprocess.run(
+        [sys.executable, "-m", "hf_structure.cli", "demo"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "hf-structure demo: hf-structure demo needs gradio, which the plain install leaves out: "
+        "pip install 'hf_structure[demo]'"
+    )
