@@ -23,7 +23,7 @@ from torch import nn
 
 QUANTIZATIONS = ("int8",)
 # Input channels beyond this in CALIBRATION_SENTENCES stay in float32: chosen on EWT dev among 2.5, 3, 3.5 and 4
-# (docs/benchmark-history.md); the channels that reach 4 in some dev sentence are nearly all among them.
+# (docs/benchmark-history.md); most of the channels that reach 4 in some dev sentence are among them.
 CALIBRATION_THRESHOLD = 3.0
 # Plain, varied English: clauses, a question, numbers, an address, runs of punctuation; words as the parsers take them.
 CALIBRATION_SENTENCES = [
