@@ -67,19 +67,21 @@ def test_what_cannot_be_parsed_is_one_line_and_the_rest_is_drawn(tiny_folders):
 
 
 @pytest.fixture(scope="module")
-def served(tiny_folders):
-    """`hf-structure demo --port 0` over the two tiny models, in a subprocess: (its URL, seconds to serve)."""
+def served(tiny_folders, tmp_path_factory):
+    """`hf-structure demo --port 0` over the two tiny models and an empty folder, in a subprocess: (its URL, the
+    empty folder, seconds to serve)."""
     if not HAS_GRADIO:
         pytest.skip("the demo extra (Gradio) is not installed")
     command = [sys.executable, "-m", "hf_structure.cli", "demo", "--port", "0"]
     command += ["--model", tiny_folders["arc_hybrid"], "--model", tiny_folders["structformer"]]
+    command += ["--model", str(tmp_path_factory.mktemp("not-a-model"))]  # loaded only when chosen
     started = time.perf_counter()
     server = subprocess.Popen(command, env=OFFLINE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = server.stdout.readline()
         url = re.match(r"hf-structure demo: serving (http://127\.0\.0\.1:\d+/) \(", line)
         assert url, line + (server.stderr.read() if server.poll() is not None else "")
-        yield url.group(1), time.perf_counter() - started
+        yield url.group(1), command[-1], time.perf_counter() - started
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -88,7 +90,7 @@ def served(tiny_folders):
 def test_the_command_serves_the_page_on_localhost_and_it_parses_as_the_pipeline(served, tiny_folders):
     from gradio_client import Client
 
-    url, _ = served
+    url, broken, _ = served
     options = [MODEL_DEFAULT] * (1 + len(parse_option_names()))  # the word convention, then the models' options
     client = Client(url, verbose=False)
     message, pictures, table, text = client.predict(TEXT, tiny_folders["arc_hybrid"], *options, api_name="/parse")
@@ -96,6 +98,11 @@ def test_the_command_serves_the_page_on_localhost_and_it_parses_as_the_pipeline(
     assert message == "" and pictures.count("<svg") == 2
     assert [row[3] for row in table["data"]] == [head for parse in expected for head in parse["heads"]]
     assert " ".join(expected[0]["words"]) in text and " ".join(expected[1]["words"]) in text
+    # A model chosen on the page that does not load: no option shown, and Parse says why in one line.
+    assert all(not update.get("visible", True) for update in client.predict(broken, api_name="/show_options"))
+    message, pictures, _, _ = client.predict(TEXT, broken, *options, api_name="/parse")
+    assert message == f'<p class="error">model folder {broken} has no config.json: is it a saved model folder?</p>'
+    assert pictures == ""
 
 
 @pytest.mark.skipif(
@@ -106,7 +113,7 @@ def test_a_browser_types_a_text_and_sees_each_word_drawn_and_the_pipelines_table
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    url, seconds_to_serve = served
+    url, _, seconds_to_serve = served
     browser = browser_steps.open_browser()
     try:
         started = time.perf_counter()

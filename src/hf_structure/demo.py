@@ -136,7 +136,10 @@ def build_demo(models: Sequence[str], load: Callable | None = None):
             return f'<p class="error">{refused}</p>' if refused else "", pictures_html, rows, lines
 
         def show_options(model_name):
-            takes = option_choices(model_name)
+            try:
+                takes = option_choices(model_name)
+            except (OSError, ValueError):  # a model that does not load: Parse says why, in one line
+                takes = {}
             return [
                 gr.Dropdown(
                     choices=[MODEL_DEFAULT, *takes.get(option, [])], value=MODEL_DEFAULT, visible=option in takes
