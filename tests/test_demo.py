@@ -64,6 +64,8 @@ def test_what_cannot_be_parsed_is_one_line_and_the_rest_is_drawn(tiny_folders):
     assert "\n" not in message and "control character" in message
     _, _, _, message = page_parts(pipeline, "A dog ran.", {"tree_decoding": "viterbi"})
     assert "\n" not in message and "tree_decoding" in message
+    _, _, _, message = page_parts(pipeline, "A dog ran.", {"head_decoding": "<b>x</b>"})  # shown as text, not HTML
+    assert "&lt;b&gt;x&lt;/b&gt;" in message and "<b>" not in message
 
 
 @pytest.fixture(scope="module")

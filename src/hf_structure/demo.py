@@ -33,7 +33,7 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
     try:
         results = pipeline(text, on_error="record", **options)
     except ValueError as error:  # the whole input refused (too long a text, an option the model lacks)
-        return "", [], "", " ".join(str(error).split())
+        return "", [], "", escape(" ".join(str(error).split()), quote=False)
     pictures, rows, lines, errors = [], [], [], []
     for number, result in enumerate(results, start=1):
         if "error" in result:  # it names the sentence
