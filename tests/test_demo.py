@@ -89,6 +89,18 @@ def served(tiny_folders, tmp_path_factory):
         server.wait(timeout=30)
 
 
+@pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
+def test_the_page_is_built_without_warnings(tiny_folders):
+    import warnings
+
+    from hf_structure.demo import build_demo
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_demo([tiny_folders["arc_hybrid"]])
+    assert not [str(warning.message) for warning in caught if issubclass(warning.category, UserWarning)]
+
+
 def test_the_command_serves_the_page_on_localhost_and_it_parses_as_the_pipeline(served, tiny_folders):
     from gradio_client import Client
 

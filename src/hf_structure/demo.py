@@ -96,10 +96,7 @@ def build_demo(models: Sequence[str], load: Callable | None = None):
 
     option_names = parse_option_names()
     options_of = {models[0]: option_choices(models[0])}
-    theme = gr.themes.Default(
-        font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
-    )
-    with gr.Blocks(title="hf_structure", theme=theme) as demo:
+    with gr.Blocks(title="hf_structure") as demo:  # Gradio 6 takes the theme at launch: `serve`
         gr.Markdown("# hf_structure\nParse English text into trees: constituency above the words, dependencies below.")
         text = gr.Textbox(label="Text", value=EXAMPLE_TEXT, lines=3, elem_id="text")
         with gr.Row():
