@@ -33,7 +33,7 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
     try:
         results = pipeline(text, on_error="record", **options)
     except ValueError as error:  # the whole input refused (too long a text, an option the model lacks)
-        return "", [], "", escape(" ".join(str(error).split()), quote=False)
+        return "", [], "", one_line(error)
     pictures, rows, lines, errors = [], [], [], []
     for number, result in enumerate(results, start=1):
         if "error" in result:  # it names the sentence
@@ -63,6 +63,11 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
         lines.append("")
     message = "; ".join(errors)
     return "\n".join(pictures), rows, "\n".join(lines).strip(), escape(message, quote=False)
+
+
+def one_line(error: Exception) -> str:
+    """`error`'s message on one line, as text for the page (not HTML)."""
+    return escape(" ".join(str(error).split()), quote=False)
 
 
 def parse_option_names() -> list[str]:
@@ -124,7 +129,7 @@ def build_demo(models: Sequence[str], load: Callable | None = None):
             try:
                 pipeline = pipeline_of(model_name)
             except (OSError, ValueError) as error:  # a folder or Hub id that does not load
-                return f'<p class="error">{escape(" ".join(str(error).split()), quote=False)}</p>', "", [], ""
+                return f'<p class="error">{one_line(error)}</p>', "", [], ""
             pictures_html, rows, lines, refused = page_parts(
                 pipeline,
                 text_value,

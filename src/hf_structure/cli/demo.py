@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from .common import count_or_zero_argument, fail, resolved_model_path
+from .common import count_or_zero_argument, fail, load_or_fail, resolved_model_path
 
 
 def add_command(commands) -> None:
@@ -39,10 +39,7 @@ def run(args) -> None:
     models = args.model or sorted(bundled_checkpoints(), key=lambda name: (name != DEFAULT_MODEL, name))
     for model in models:  # an unknown name is refused now, not when it is chosen on the page
         resolved_model_path("demo", model)
-    try:
-        page = build_demo(models)
-    except (OSError, ValueError) as error:  # a model that does not load (ModelFolderError is a ValueError)
-        raise fail("demo", " ".join(str(error).split())) from None
+    page = load_or_fail("demo", lambda _: build_demo(models), models[0])  # it loads the first model
     url = serve(page, args.host, args.port or None)
     print(f"hf-structure demo: serving {url} ({time.perf_counter() - started:.1f} s); Ctrl-C ends it", flush=True)
     page.block_thread()
