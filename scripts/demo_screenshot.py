@@ -63,7 +63,7 @@ def main() -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
     from hf_structure.bundled import bundled_checkpoints
-    from hf_structure.demo import EXAMPLE_TEXT, build_demo, serve
+    from hf_structure.demo import EXAMPLE_TEXT, package_demo, serve
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="arc-hybrid-ewt", help="the model chosen on the page")
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--output", default="docs/demo.png")
     parser.add_argument("--size", default="1280,1400", help="the window, in pixels: width,height")
     args = parser.parse_args()
-    page = build_demo([args.model, *sorted(set(bundled_checkpoints()) - {args.model})])
+    page = package_demo([args.model, *sorted(set(bundled_checkpoints()) - {args.model})])
     browser = open_browser(args.size)
     try:
         parse_on_page(browser, serve(page), args.text)

@@ -425,8 +425,11 @@ class ModularSource:
         first = [(m, s) for m, s in inlined.statements if needed_first & set(s.bound)]
         after = [(m, s) for m, s in inlined.statements if not needed_first & set(s.bound)]
         blocks += [(2, _copied_block(module, statement)) for module, statement in first]
+        # A script's `if __name__ == "__main__":` runs while the module is read: it goes last, after every
+        # definition it may call.
+        script = [s for s in statements if _is_main_guard(s.node)]
         previous = None
-        for statement in statements:
+        for statement in (s for s in statements if not _is_main_guard(s.node)):
             adjacent = previous is not None and statement.index == previous.index + 1
             blocks.append((statement.gap if adjacent else 2, statement.full_text))
             previous = statement
@@ -437,6 +440,7 @@ class ModularSource:
         public = [name for name in exported or () if name in defined]
         if public:
             blocks.append((2, _render_all(public)))
+        blocks += [(2, statement.full_text) for statement in script]
         return "\n".join("\n" * blank + text for blank, text in blocks) + "\n", defined
 
     def _check_clashes(self, where: str, statements, inlined: Inlined, imports: dict[str, ImportBinding]) -> None:
@@ -479,6 +483,19 @@ class ModularSource:
         for generated in files:
             _check_line_length(generated)
         return files
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    """Whether `node` is `if __name__ == "__main__":`."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
 
 
 COPIED_BELOW = """\

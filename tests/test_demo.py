@@ -1,19 +1,23 @@
 """`hf-structure demo` and `hf_structure.demo`: what the page shows for a text (pictures, table, text to copy, one-line
-errors) against the pipeline's own parse, the page served by the command and answering over HTTP, and the command
-without Gradio (the lowest-versions environment has none) saying what to install."""
+errors) against the pipeline's own parse, the page served by the command and answering over HTTP, the same page as
+an exported folder's Space (`python app.py` where hf_structure cannot be imported), both driven in a browser, and the
+command without Gradio (the lowest-versions environment has none) saying what to install."""
 
 import importlib.util
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
-from hf_structure.demo import MODEL_DEFAULT, page_parts, parse_option_names
+from hf_structure.demo import MODEL_DEFAULT, page_option_names, page_parts, parse_option_names
 from hf_structure.pipelines import load_parser
 from tests.helpers.paths import ROOT
+from tests.helpers.remote_code import serve_space_without_hf_structure
 from tests.helpers.tiny_models import save_declared_tiny_model
 
 # The browser's steps are those of the documentation's screenshot (scripts/demo_screenshot.py).
@@ -71,40 +75,84 @@ def test_what_cannot_be_parsed_is_one_line_and_the_rest_is_drawn(tiny_folders):
 @pytest.fixture(scope="module")
 def served(tiny_folders, tmp_path_factory):
     """`hf-structure demo --port 0` over the two tiny models and an empty folder, in a subprocess: (its URL, the
-    empty folder, seconds to serve)."""
+    empty folder)."""
     if not HAS_GRADIO:
         pytest.skip("the demo extra (Gradio) is not installed")
     command = [sys.executable, "-m", "hf_structure.cli", "demo", "--port", "0"]
     command += ["--model", tiny_folders["arc_hybrid"], "--model", tiny_folders["structformer"]]
     command += ["--model", str(tmp_path_factory.mktemp("not-a-model"))]  # loaded only when chosen
-    started = time.perf_counter()
     server = subprocess.Popen(command, env=OFFLINE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = server.stdout.readline()
         url = re.match(r"hf-structure demo: serving (http://127\.0\.0\.1:\d+/) \(", line)
         assert url, line + (server.stderr.read() if server.poll() is not None else "")
-        yield url.group(1), command[-1], time.perf_counter() - started
+        yield url.group(1), command[-1]
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def space(tiny_folders, tmp_path_factory):
+    """The tiny arc-hybrid parser exported with `--space`, its `python app.py` serving where hf_structure cannot be
+    imported: (its URL, the exported folder, the Space's title)."""
+    if not HAS_GRADIO:
+        pytest.skip("the demo extra (Gradio) is not installed")
+    from hf_structure.hub import export_model_folder
+    from hf_structure.hub.records import EVAL_RECORD, TRAINING_RECORD, write_json
+
+    workdir = tmp_path_factory.mktemp("space")
+    model = shutil.copytree(tiny_folders["arc_hybrid"], workdir / "arc-hybrid-tiny")
+    write_json(model / EVAL_RECORD, {"dataset": "test fixture", "uas": 50.0, "las": 25.0, "uas_eisner": 40.0})
+    write_json(model / TRAINING_RECORD, {"command": "x", "wall_time_s": 1, "machine": "x", "steps": 1, "epochs": 1})
+    folder = export_model_folder(model, workdir / "export", repo_id="org/arc-hybrid-tiny", space=True)
+    with socket.socket() as probe:  # a port free now; Gradio takes the next free one if another process took it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = serve_space_without_hf_structure(folder, workdir, port)
+    try:
+        line = server.stdout.readline()
+        url = re.match(r"arc-hybrid-tiny: serving (http://127\.0\.0\.1:\d+/)$", line.strip())
+        assert url, line + (server.stderr.read() if server.poll() is not None else "")
+        yield url.group(1), folder, "arc-hybrid-tiny"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_an_exported_space_serves_the_page_without_hf_structure_as_the_package_draws_it(space):
+    from gradio_client import Client
+
+    url, folder, title = space
+    pipeline = load_parser(str(folder))  # the package's own classes, on the same weights
+    options = [MODEL_DEFAULT] * (1 + len(page_option_names([pipeline.model.parse_options])))
+    client = Client(url, verbose=False)
+    message, pictures, table, text = client.predict(TEXT, title, *options, api_name="/parse")
+    expected_pictures, expected_rows, expected_text, _ = page_parts(pipeline, TEXT, {})
+    assert message == "" and pictures.count("<svg") == 2
+    assert pictures == expected_pictures and table["data"] == expected_rows and text == expected_text
+    too_long = "A dog ran. " + " ".join(["word"] * 600) + "."  # refused by the folder's own pipeline code
+    message, pictures, _, _ = client.predict(too_long, title, *options, api_name="/parse")
+    assert message == f'<p class="error">{page_parts(pipeline, too_long, {})[3]}</p>' and "word pieces" in message
+    assert pictures.count("<svg") == 1
 
 
 @pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
 def test_the_page_is_built_without_warnings(tiny_folders):
     import warnings
 
-    from hf_structure.demo import build_demo
+    from hf_structure.demo import package_demo
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        build_demo([tiny_folders["arc_hybrid"]])
+        package_demo([tiny_folders["arc_hybrid"]])
     assert not [str(warning.message) for warning in caught if issubclass(warning.category, UserWarning)]
 
 
 def test_the_command_serves_the_page_on_localhost_and_it_parses_as_the_pipeline(served, tiny_folders):
     from gradio_client import Client
 
-    url, broken, _ = served
+    url, broken = served
     options = [MODEL_DEFAULT] * (1 + len(parse_option_names()))  # the word convention, then the models' options
     client = Client(url, verbose=False)
     message, pictures, table, text = client.predict(TEXT, tiny_folders["arc_hybrid"], *options, api_name="/parse")
@@ -123,11 +171,15 @@ def test_the_command_serves_the_page_on_localhost_and_it_parses_as_the_pipeline(
     not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
     reason=f"no {CHROMIUM} and {CHROMEDRIVER} (Debian: apt install chromium chromium-driver; .ci/run installs them)",
 )
-def test_a_browser_types_a_text_and_sees_each_word_drawn_and_the_pipelines_table(served, tiny_folders, tmp_path):
+@pytest.mark.parametrize("server", ["served", "space"])
+def test_a_browser_types_a_text_and_sees_each_word_drawn_and_the_pipelines_table(
+    server, request, tiny_folders, tmp_path
+):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    url, _, seconds_to_serve = served
+    # The command's page (the tiny arc-hybrid parser first) or the exported folder's Space (the same weights).
+    url = request.getfixturevalue(server)[0]
     browser = browser_steps.open_browser()
     try:
         started = time.perf_counter()
@@ -144,7 +196,7 @@ def test_a_browser_types_a_text_and_sees_each_word_drawn_and_the_pipelines_table
         ]
         screenshot = tmp_path / "demo.png"
         assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 0
-        print(f"served in {seconds_to_serve:.1f} s; page to first parse shown {shown:.1f} s; screenshot {screenshot}")
+        print(f"{server}: page to first parse shown {shown:.1f} s; screenshot {screenshot}")
     finally:
         browser.quit()
 

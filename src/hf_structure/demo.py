@@ -9,18 +9,16 @@ the model reads, an odd character) is one line on the page, never a traceback; t
 Nothing is fetched from elsewhere: Gradio's usage statistics are off and the page uses the system's fonts.
 """
 
+import html
 import os
-from collections.abc import Callable, Sequence
-from html import escape
+from collections.abc import Callable, Iterable, Sequence
 
+from .configuration_utils import WORD_CONVENTIONS
 from .visualization import render_svg
-
-# Gradio reads this when it is imported: its usage statistics would leave the machine.
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 MODEL_DEFAULT = "the model's own"
 EXAMPLE_TEXT = "The old man sat on the bench. Stocks fell sharply after the report was released."
-TABLE_HEADERS = ["sentence", "word", "form", "head", "head form", "label"]
+TABLE_HEADERS = ("sentence", "word", "form", "head", "head form", "label")
 
 
 def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str, str]:
@@ -62,31 +60,41 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
             lines.append("labels: " + " ".join(labels))
         lines.append("")
     message = "; ".join(errors)
-    return "\n".join(pictures), rows, "\n".join(lines).strip(), escape(message, quote=False)
+    return "\n".join(pictures), rows, "\n".join(lines).strip(), html.escape(message, quote=False)
 
 
 def one_line(error: Exception) -> str:
     """`error`'s message on one line, as text for the page (not HTML)."""
-    return escape(" ".join(str(error).split()), quote=False)
+    return html.escape(" ".join(str(error).split()), quote=False)
+
+
+def page_option_names(parse_options: Iterable[Iterable[str]]) -> list[str]:
+    """The page's option dropdowns, after the word convention's, for models whose `parse_options` are given: each
+    option (`head_decoding` ...) but `structures` (the page shows every structure a model gives)."""
+    return sorted(set().union(*parse_options) - {"structures"})
 
 
 def parse_option_names() -> list[str]:
-    """The page's option dropdowns, after the word convention's: each option of a registered model's `parse`
-    (`head_decoding` ...), shown for the models that take it."""
+    """The options of every registered model's `parse`, as the page of `hf-structure demo` offers them."""
     from .registry import MODEL_SPECS
 
-    return sorted({option for spec in MODEL_SPECS.values() for option in spec.parse_options} - {"structures"})
+    return page_option_names(spec.parse_options for spec in MODEL_SPECS.values())
 
 
-def build_demo(models: Sequence[str], load: Callable | None = None):
-    """The Gradio page over `models` (bundled names, folders or Hub ids; the first is shown first). `load`: name ->
-    pipeline (default: `load_parser`); each model is loaded once, when first chosen."""
-    import gradio as gr
+def _gradio():
+    """Gradio, imported with its usage statistics off (it reads the setting when imported): nothing leaves the
+    machine."""
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    import gradio
 
-    from .configuration_utils import WORD_CONVENTIONS
+    return gradio
 
-    if load is None:
-        from .pipelines import load_parser as load
+
+def build_demo(models: Sequence[str], load: Callable, option_names: Sequence[str], title: str = "hf_structure"):
+    """The Gradio page over `models` (names, the first shown first), each loaded by `load` (name -> pipeline) once,
+    when first chosen; `option_names`: the dropdowns of the models' `parse` options (`page_option_names`), each
+    shown for the models that take it; `title`: the page's."""
+    gr = _gradio()
     pipelines: dict = {}
 
     def pipeline_of(name):
@@ -99,10 +107,9 @@ def build_demo(models: Sequence[str], load: Callable | None = None):
             option: list(values) for option, values in getattr(pipeline_of(name).model, "parse_options", {}).items()
         }
 
-    option_names = parse_option_names()
     options_of = {models[0]: option_choices(models[0])}
-    with gr.Blocks(title="hf_structure") as demo:  # Gradio 6 takes the theme at launch: `serve`
-        gr.Markdown("# hf_structure\nParse English text into trees: constituency above the words, dependencies below.")
+    with gr.Blocks(title=title) as demo:  # Gradio 6 takes the theme at launch: `serve`
+        gr.Markdown(f"# {title}\nParse English text into trees: constituency above the words, dependencies below.")
         text = gr.Textbox(label="Text", value=EXAMPLE_TEXT, lines=3, elem_id="text")
         with gr.Row():
             model = gr.Dropdown(choices=list(models), value=models[0], label="Model", elem_id="model")
@@ -122,7 +129,7 @@ def build_demo(models: Sequence[str], load: Callable | None = None):
         button = gr.Button("Parse", variant="primary", elem_id="parse")
         message = gr.HTML(elem_id="message")
         pictures = gr.HTML(elem_id="pictures")
-        table = gr.Dataframe(headers=TABLE_HEADERS, label="Words, heads and labels", elem_id="table")
+        table = gr.Dataframe(headers=list(TABLE_HEADERS), label="Words, heads and labels", elem_id="table")
         copyable = gr.Textbox(label="As text", lines=6, elem_id="copyable")
 
         def parse(text_value, model_name, convention_value, *option_values):
@@ -157,9 +164,19 @@ def build_demo(models: Sequence[str], load: Callable | None = None):
     return demo
 
 
-def serve(page, host: str = "127.0.0.1", port: int | None = None):
-    """Start serving `page` (from `build_demo`) in the background; `port` None: a free one. Returns its URL."""
-    import gradio as gr
+def package_demo(models: Sequence[str]):
+    """The page of `hf-structure demo` over `models` (bundled names, folders or Hub ids): each loaded by
+    `load_parser`, with the options of every registered model."""
+    from .pipelines import load_parser
+
+    return build_demo(models, load_parser, parse_option_names())
+
+
+def serve(page, host: str | None = None, port: int | None = None):
+    """Start serving `page` (from `build_demo`) in the background and return its URL. `host` and `port` None:
+    Gradio's GRADIO_SERVER_NAME and GRADIO_SERVER_PORT (a Space sets them), else 127.0.0.1 and the first free port
+    from 7860."""
+    gr = _gradio()
 
     # Gradio's default fonts come from Google's servers: the system's own are used instead.
     theme = gr.themes.Default(

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from hf_structure import cli, hub
+from hf_structure.hub.space import SPACE_FILES
 from tests.helpers.filesystems import small_tmpfs
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import save_tiny_model
@@ -417,6 +418,99 @@ def test_push_with_an_injected_api(checkpoint):
         ("create_repo", "someone/sf-small", False),
         ("upload_folder", "someone/sf-small", sorted(UPLOADED)),
     ]
+
+
+def test_push_with_a_space_uploads_the_folder_to_the_model_and_then_to_the_space(checkpoint):
+    class FakeApi:
+        def __init__(self, refused_type=None):
+            self.calls, self.refused_type = [], refused_type
+
+        def create_repo(self, repo_id, repo_type, **kwargs):
+            if repo_type == self.refused_type:
+                raise OSError("You have reached the maximum number of Spaces")
+            self.calls.append(("create_repo", repo_id, repo_type, kwargs.get("space_sdk")))
+
+        def upload_folder(self, *, repo_id, folder_path, repo_type, **kwargs):
+            self.calls.append(
+                ("upload_folder", repo_id, repo_type, sorted(p.name for p in Path(folder_path).iterdir()))
+            )
+            return f"{repo_type} commit"
+
+    api = FakeApi()
+    files = sorted([*UPLOADED, "app.py", "requirements.txt"])
+    assert hub.push_model(checkpoint, REPO_ID, api=api, space_id="org/structformer-demo") == "model commit"
+    assert api.calls == [
+        ("create_repo", REPO_ID, "model", None),
+        ("upload_folder", REPO_ID, "model", files),
+        ("create_repo", "org/structformer-demo", "space", "gradio"),
+        ("upload_folder", "org/structformer-demo", "space", files),
+    ]
+    refused = FakeApi(refused_type="space")
+    with pytest.raises(
+        hub.HubUploadError,
+        match=r"^could not upload to org/structformer-demo: You have reached the maximum number of Spaces "
+        rf"\(the model was uploaded to {REPO_ID}\)$",
+    ):
+        hub.push_model(checkpoint, REPO_ID, api=refused, space_id="org/structformer-demo")
+    assert [call[:3] for call in refused.calls] == [
+        ("create_repo", REPO_ID, "model"),
+        ("upload_folder", REPO_ID, "model"),
+    ]
+
+
+def test_export_with_a_space_adds_the_app_its_requirements_and_the_spaces_settings(checkpoint, exported, tmp_path):
+    from huggingface_hub import ModelCard
+
+    done = run_command(
+        [
+            "export",
+            "--model",
+            str(checkpoint),
+            "--output",
+            str(tmp_path / "space"),
+            "--repo-id",
+            REPO_ID,
+            "--space",
+            "org/structformer-demo",
+        ],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("; `python app.py` in it serves it as a Space")
+    folder = tmp_path / "space"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*(p.name for p in exported.iterdir()), *SPACE_FILES])
+    assert (folder / "app.py").read_text() == (SRC / "hf_structure/hub/app.py").read_text()
+    requirements = (folder / "requirements.txt").read_text().splitlines()
+    assert [line.split(">")[0].split("<")[0] for line in requirements] == [
+        "torch",
+        "transformers",
+        "tokenizers",
+        "huggingface_hub",
+        "safetensors",
+        "gradio",
+    ]
+    assert "gradio>=6.31,<7" in requirements  # the demo extra's range
+    card = ModelCard.load(folder / "README.md")
+    settings = {key: card.data.to_dict().get(key) for key in ("title", "sdk", "sdk_version", "app_file", "models")}
+    assert settings == {
+        "title": "structformer-ptb",
+        "sdk": "gradio",
+        "sdk_version": "6.31.0",
+        "app_file": "app.py",
+        "models": [REPO_ID],
+    }
+    assert "[org/structformer-demo](https://huggingface.co/spaces/org/structformer-demo)" in card.text
+    assert "`python app.py`" in card.text
+    # Without the flag, nothing of the Space: the card is the plain export's.
+    assert (exported / "README.md").read_text() == hub.render_model_card(checkpoint, repo_id=REPO_ID).content
+    assert (
+        "sdk:" not in (exported / "README.md").read_text()
+        and "python app.py" not in (exported / "README.md").read_text()
+    )
+    (folder / "app.py").unlink()
+    with pytest.raises(RuntimeError, match=r"lacks \['app.py'\]"):
+        hub.check_export(folder, space=True)
+    hub.check_export(folder)  # still a model repository
 
 
 def test_push_script_dry_run_writes_the_upload_folder(checkpoint, exported, tmp_path):

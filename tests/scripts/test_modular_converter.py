@@ -3,6 +3,7 @@ carries what it imports, stands alone, and refuses two definitions under one nam
 
 import ast
 import importlib.util
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -160,6 +161,35 @@ def test_what_the_module_reads_on_import_is_copied_above_the_model_the_rest_belo
     assert namespace["TinyModel"]().score([2, 4]) == 9.0
 
 
+def test_a_script_runs_after_every_definition_it_calls(tmp_path):
+    src = write_package(tmp_path, MODULAR)
+    tools = src / "hf_structure" / "tools"
+    tools.mkdir()
+    (tools / "__init__.py").write_text("")
+    script = '''\
+        """A script."""
+
+        import sys
+
+        from ..structs.shared import halved_sum
+
+
+        def main():
+            print(halved_sum([float(value) for value in sys.argv[1:]]))
+
+
+        if __name__ == "__main__":
+            main()
+    '''
+    (tools / "modular_report.py").write_text(textwrap.dedent(script))
+    report = tmp_path / "report.py"
+    report.write_text(generate(src)["report.py"])
+    # The guard comes last: a copied definition below `main` exists when it runs.
+    assert report.read_text().rstrip().endswith('if __name__ == "__main__":\n    main()')
+    done = subprocess.run([sys.executable, str(report), "2", "4"], capture_output=True, text=True, check=True)
+    assert done.stdout == "3.0\n"
+
+
 def test_config_classes_go_to_the_configuration_file_which_the_modeling_file_imports(tmp_path):
     files = generate(write_package(tmp_path, MODULAR))
     configuration, modeling = files["configuration_tiny.py"], files["modeling_tiny.py"]
@@ -227,7 +257,5 @@ def test_a_stale_generated_file_is_listed(tmp_path):
 def test_every_generated_file_of_the_package_is_current():
     # Every model's modeling and configuration file, and the pipeline's, as the converter writes them from the
     # modular sources today (the check `python scripts/modular_converter.py` makes).
-    import subprocess
-
     done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr

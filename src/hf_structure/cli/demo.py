@@ -34,12 +34,12 @@ def run(args) -> None:
     except MissingExtraError as error:
         raise fail("demo", str(error)) from None
     from ..bundled import DEFAULT_MODEL, bundled_checkpoints
-    from ..demo import build_demo, serve
+    from ..demo import package_demo, serve
 
     models = args.model or sorted(bundled_checkpoints(), key=lambda name: (name != DEFAULT_MODEL, name))
     for model in models:  # an unknown name is refused now, not when it is chosen on the page
         resolved_model_path("demo", model)
-    page = load_or_fail("demo", lambda _: build_demo(models), models[0])  # it loads the first model
+    page = load_or_fail("demo", lambda _: package_demo(models), models[0])  # it loads the first model
     url = serve(page, args.host, args.port or None)
     print(f"hf-structure demo: serving {url} ({time.perf_counter() - started:.1f} s); Ctrl-C ends it", flush=True)
     page.block_thread()

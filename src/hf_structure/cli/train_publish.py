@@ -43,19 +43,30 @@ def _export(args) -> None:
     from ..hub import export_model_folder
 
     try:
-        folder = export_model_folder(args.model, args.output, repo_id=args.repo_id)
+        folder = export_model_folder(
+            args.model, args.output, repo_id=args.repo_id, space=args.space is not None, space_id=args.space or None
+        )
     # no such folder, a non-empty output, a record missing or incomplete, an output that cannot be written
     except (OSError, ValueError) as error:
         raise SystemExit(f"hf-structure export: {error}") from None
-    print(f"wrote the Hub folder of {args.model} to {folder}")
+    space = "; `python app.py` in it serves it as a Space" if args.space is not None else ""
+    print(f"wrote the Hub folder of {args.model} to {folder}{space}")
 
 
 def _push(args) -> None:
     from ..hub import push_model
     from ..hub.export import ExportWriteError, HubUploadError
+    from ..hub.space import SPACE_URL
 
     try:
-        result = push_model(args.model, args.repo_id, private=args.private, dry_run_dir=args.dry_run, token=args.token)
+        result = push_model(
+            args.model,
+            args.repo_id,
+            private=args.private,
+            dry_run_dir=args.dry_run,
+            token=args.token,
+            space_id=args.space,
+        )
     # the folder's problems, or no room to write its export, before any upload
     except (FileNotFoundError, FileExistsError, ValueError, ExportWriteError) as error:
         raise SystemExit(f"hf-structure push: {error}") from None
@@ -65,6 +76,8 @@ def _push(args) -> None:
         print(f"dry run: wrote the folder for {args.repo_id} to {result}; nothing was uploaded")
     else:
         print(f"uploaded to https://huggingface.co/{args.repo_id} ({getattr(result, 'oid', result)})")
+        if args.space:
+            print(f"and to the Space {SPACE_URL.format(args.space)}")
 
 
 def add_train_publish_commands(commands) -> None:
@@ -90,6 +103,14 @@ def add_train_publish_commands(commands) -> None:
         help="the Hub repository the folder is meant for (org/name): the model card and "
         "the pipeline's default model name it",
     )
+    export.add_argument(
+        "--space",
+        nargs="?",
+        const="",
+        metavar="SPACE_ID",
+        help="make the folder a Gradio Space as well: app.py (the page of `hf-structure demo` for this model; runs "
+        "without hf_structure) and requirements.txt; with SPACE_ID (org/name), the model card links that Space",
+    )
 
     push = commands.add_parser("push", help="export a saved model (as `export` does) and upload it to the Hub")
     push.add_argument("--model", required=True, help="model folder or bundled name")
@@ -97,5 +118,10 @@ def add_train_publish_commands(commands) -> None:
     push.add_argument("--private", action="store_true", help="create the repository as private")
     push.add_argument("--dry-run", metavar="OUTDIR", help="write the folder that would be uploaded; upload nothing")
     push.add_argument("--token", help="Hub token (default: the HF_TOKEN variable or the saved login)")
+    push.add_argument(
+        "--space",
+        metavar="SPACE_ID",
+        help="also a Gradio Space (as `export --space`): the folder goes to this Space too, which the card links",
+    )
     export.set_defaults(run=_export)
     push.set_defaults(run=_push)

@@ -80,13 +80,24 @@ def card_eval_record(model_dir, spec: ModelSpec) -> dict:
     )
 
 
-def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, template_path=None):
+def render_model_card(
+    model_dir: str | os.PathLike,
+    repo_id: str | None = None,
+    template_path=None,
+    space: bool = False,
+    space_id: str | None = None,
+):
     """The `huggingface_hub.ModelCard` (README.md) of a checkpoint folder. The template is the model type's
     (`ModelSpec.card_template`); the name is the repo id's last part, else the folder's name, and code snippets
-    name `repo_id`, else `<org>/<name>` for the user to replace."""
+    name `repo_id`, else `<org>/<name>` for the user to replace. `space`: the folder is also a Gradio Space (its
+    settings in the metadata, a paragraph under the title), and `space_id` the Space it runs as, which the card
+    links (it implies `space`)."""
     from huggingface_hub import ModelCard, ModelCardData
 
     from ..version import __version__
+    from .space import space_card_data, space_note
+
+    space = space or space_id is not None
 
     model_dir = Path(model_dir)
     spec = folder_model_spec(model_dir)
@@ -112,6 +123,7 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         datasets=list(spec.datasets) or None,
         metrics=list(dict.fromkeys(metric.metric_type or metric.key for metric in spec.card_metrics)),
         eval_results=eval_results_list(record, spec),
+        **(space_card_data(model_name, repo_id) if space else {}),
     )
     return ModelCard.from_template(
         card_data,
@@ -124,4 +136,5 @@ def render_model_card(model_dir: str | os.PathLike, repo_id: str | None = None, 
         training=training,
         wall_time=_duration(float(training["wall_time_s"])),
         hf_structure_version=__version__,
+        space_note=space_note(space_id) if space else "",
     )

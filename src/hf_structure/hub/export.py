@@ -2,7 +2,8 @@
 
 The folder holds the weights, `config.json` (with `auto_map` and `custom_pipelines`), the model's code and the
 pipeline's code (each self-contained, so it loads with `trust_remote_code=True` where hf_structure is not
-installed), the tokenizer, both records (`hf_structure.hub.records`) and the rendered model card.
+installed), the tokenizer, both records (`hf_structure.hub.records`) and the rendered model card; with `space`, also
+what makes it a Gradio Space (`hf_structure.hub.space`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from ..file_modes import with_default_mode
 from .cards import card_eval_record, folder_model_spec, render_model_card
 from .records import EVAL_RECORD, TRAINING_RECORD, load_training_record, read_json, write_json
+from .space import SPACE_FILES, write_space_files
 
 TASK = "unsupervised-parsing"
 PIPELINE_FILES = ("unsupervised_parsing.py", "batched_parsing.py", "quantization.py", "word_tokenization.py")
@@ -30,10 +32,18 @@ REQUIRED_FILES = (
 )
 
 
-def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike, repo_id: str | None = None) -> Path:
+def export_model_folder(
+    model_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    repo_id: str | None = None,
+    space: bool = False,
+    space_id: str | None = None,
+) -> Path:
     """Write the folder that goes to the Hub: weights, config (auto_map + custom_pipelines), modeling, configuration
     and pipeline code, tokenizer, README.md model card and the two records. `model_dir` is a checkpoint folder or a
-    bundled model name. Returns `out_dir`, which must be absent or empty.
+    bundled model name. Returns `out_dir`, which must be absent or empty. `space`: the folder is a Gradio Space as
+    well (`app.py`, `requirements.txt`, the Space's settings in the card); `space_id`: the Space it is meant for,
+    which the card links (it implies `space`).
 
     The folder is written beside `out_dir` and renamed into place when whole: a full disk or a read-only folder is an
     `ExportWriteError` naming `out_dir`, and leaves nothing behind that would block the next export."""
@@ -62,7 +72,7 @@ def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike
         target.parent.mkdir(parents=True, exist_ok=True)
         # On the target's file system, so that the rename is atomic; the folder inside it gets the umask's mode.
         scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
-        _write_export(parser, model_dir, scratch / target.name, repo_id)
+        _write_export(parser, model_dir, scratch / target.name, repo_id, space_id, space or space_id is not None)
         os.replace(scratch / target.name, target)  # onto an absent or empty folder
     except (OSError, SafetensorError) as error:  # safetensors reports its own I/O errors (ENOSPC) as SafetensorError
         raise ExportWriteError(f"cannot write {out_dir}: {_reason(error)}") from error
@@ -72,7 +82,9 @@ def export_model_folder(model_dir: str | os.PathLike, out_dir: str | os.PathLike
     return out_dir
 
 
-def _write_export(parser, model_dir: Path, out_dir: Path, repo_id: str | None) -> None:
+def _write_export(
+    parser, model_dir: Path, out_dir: Path, repo_id: str | None, space_id: str | None, space: bool
+) -> None:
     """Write the export of `model_dir` (loaded in `parser`) to `out_dir`, which it creates."""
     parser.save_pretrained(out_dir)  # model + code files + custom_pipelines + the pipeline file + tokenizer
     keep_stored_precision(model_dir / "model.safetensors", out_dir / "model.safetensors")
@@ -98,8 +110,10 @@ def _write_export(parser, model_dir: Path, out_dir: Path, repo_id: str | None) -
 
     for name in (EVAL_RECORD, TRAINING_RECORD):
         shutil.copyfile(model_dir / name, out_dir / name)
-    render_model_card(model_dir, repo_id=repo_id).save(out_dir / "README.md")
-    check_export(out_dir)
+    render_model_card(model_dir, repo_id=repo_id, space=space, space_id=space_id).save(out_dir / "README.md")
+    if space:
+        write_space_files(out_dir)
+    check_export(out_dir, space=space)
 
 
 def _reason(error: Exception) -> str:
@@ -140,10 +154,11 @@ def keep_stored_precision(source: Path, exported: Path) -> None:
     )
 
 
-def check_export(folder: str | os.PathLike) -> None:
-    """Raise when an exported folder lacks a file or config entry that loading from the Hub needs."""
+def check_export(folder: str | os.PathLike, space: bool = False) -> None:
+    """Raise when an exported folder lacks a file or config entry that loading from the Hub needs (and, with
+    `space`, a file that running it as a Space needs)."""
     folder = Path(folder)
-    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+    missing = [name for name in (*REQUIRED_FILES, *(SPACE_FILES if space else ())) if not (folder / name).is_file()]
     if missing:
         raise RuntimeError(f"{folder} lacks {missing}")
     config = read_json(folder / "config.json")
@@ -166,11 +181,14 @@ def push_model(
     api=None,
     token: str | None = None,
     commit_message: str = "Upload model (hf_structure)",
+    space_id: str | None = None,
 ):
-    """Export `model_dir` and upload it to `repo_id` (created if needed). With `dry_run_dir`, write the folder that
-    would be uploaded there and contact nothing (returns that path); otherwise returns `upload_folder`'s result."""
+    """Export `model_dir` and upload it to `repo_id` (created if needed); with `space_id`, the folder is a Gradio
+    Space as well (`export_model_folder`) and goes to that Space too, after the model. With `dry_run_dir`, write the
+    folder that would be uploaded there and contact nothing (returns that path); otherwise returns the model's
+    `upload_folder` result."""
     if dry_run_dir is not None:
-        return export_model_folder(model_dir, dry_run_dir, repo_id=repo_id)
+        return export_model_folder(model_dir, dry_run_dir, repo_id=repo_id, space_id=space_id)
     if api is None:
         from huggingface_hub import HfApi
 
@@ -183,17 +201,27 @@ def push_model(
     except ImportError:  # huggingface_hub 1, whose HTTP client is httpx
         from httpx import HTTPError
     with tempfile.TemporaryDirectory(prefix="hf_structure_push_") as folder:
-        export_model_folder(model_dir, folder, repo_id=repo_id)
-        try:
-            api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-            return api.upload_folder(
-                repo_id=repo_id, folder_path=folder, repo_type="model", commit_message=commit_message
-            )
-        # HTTPError: the client's own errors (no network, a refused connection, a timeout), which huggingface_hub
-        # passes on as they are, and its HfHubHTTPError (the Hub's refusal); OSError: no token saved, offline mode.
-        except (HTTPError, OSError) as error:
-            reason = " ".join(str(error).split()) or type(error).__name__
-            raise HubUploadError(f"could not upload to {repo_id}: {reason}") from error
+        export_model_folder(model_dir, folder, repo_id=repo_id, space_id=space_id)
+        uploads: list[tuple[str, str, dict]] = [(repo_id, "model", {})]
+        if space_id:
+            uploads.append((space_id, "space", {"space_sdk": "gradio"}))
+        results = []
+        for target, repo_type, settings in uploads:
+            try:
+                api.create_repo(target, repo_type=repo_type, private=private, exist_ok=True, **settings)
+                results.append(
+                    api.upload_folder(
+                        repo_id=target, folder_path=folder, repo_type=repo_type, commit_message=commit_message
+                    )
+                )
+            # HTTPError: the client's own errors (no network, a refused connection, a timeout), which
+            # huggingface_hub passes on as they are, and its HfHubHTTPError (the Hub's refusal); OSError: no token
+            # saved, offline mode.
+            except (HTTPError, OSError) as error:
+                reason = " ".join(str(error).split()) or type(error).__name__
+                done = f" (the model was uploaded to {repo_id})" if results else ""
+                raise HubUploadError(f"could not upload to {target}: {reason}{done}") from error
+        return results[0]
 
 
 class HubUploadError(RuntimeError):
