@@ -1,18 +1,22 @@
 #!/usr/bin/env python
 """Check that an exported model loads where only torch, transformers, tokenizers, safetensors and huggingface_hub
 are installed (no hf_structure, no nltk), by repo id from an offline Hub cache, and parses raw text exactly as the
-installed package does.
+installed package does; with --space, that the folder exported with `--space` runs as a Space there too.
 
-    python scripts/check_minimal_env.py [--model structformer-ptb g2gtr-ewt ...] [--workdir /tmp/hf-minimal]
+    python scripts/check_minimal_env.py [--model structformer-ptb g2gtr-ewt ...] [--workdir /tmp/hf-minimal] [--space]
 
 Makes a virtualenv with those packages only (pip), lays the export out in a Hub cache (`make_hf_cache`), parses a
 few sentences there with `pipeline(model=REPO_ID, trust_remote_code=True)` under HF_HUB_OFFLINE=1, and compares
-with this environment's `pipeline("unsupervised-parsing", model=...)`. Exits 1 on any difference.
+with this environment's `pipeline("unsupervised-parsing", model=...)`. With --space, it installs the Space's
+`requirements.txt` into that virtualenv as a user would (Gradio), runs `python app.py` in the exported folder, asks
+the page for the sentences over HTTP (`gradio_client`, from this environment) and compares what it shows (pictures,
+table, text) with this environment's `hf_structure.demo.page_parts`. Exits 1 on any difference.
 """
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,6 +49,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", nargs="+", default=["structformer-ptb"], help="bundled names or folders")
     parser.add_argument("--workdir", help="where the virtualenv and the Hub cache go (default: a temporary folder)")
+    parser.add_argument("--space", action="store_true", help="also run each model's Space (`export --space`)")
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="hf_minimal_"))
     venv, cache = workdir / "venv", workdir / "hub-cache"
@@ -92,7 +97,45 @@ def main() -> int:
             )
             print(f"{model}: {status}: {text!r} -> {parses}")
         failed += got != expected
+        if args.space:
+            failed += not same_space(model, python, workdir / f"space-{number}", env)
     return 1 if failed else 0
+
+
+def same_space(model: str, python: Path, folder: Path, env: dict) -> bool:
+    """Export `model` with `--space` to `folder`, run its `python app.py` with `python` (its requirements installed
+    first) and compare the page's answer for SENTENCES with `page_parts`; print what was found."""
+    from gradio_client import Client
+
+    from hf_structure.demo import MODEL_DEFAULT, page_option_names, page_parts
+    from hf_structure.hub import export_model_folder
+    from hf_structure.pipelines import load_parser
+
+    export_model_folder(model, folder, space=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(folder / "requirements.txt")], check=True)
+    server = subprocess.Popen(
+        [str(python), "-I", "app.py"], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = server.stdout.readline()
+        served = re.match(r"(.+): serving (http://\S+)$", line.strip())
+        if not served:
+            print(f"{model}: the Space did not start: {line}{server.stderr.read()[-3000:]}", file=sys.stderr)
+            return False
+        title, url = served.groups()
+        pipeline = load_parser(model)
+        options = [MODEL_DEFAULT] * (1 + len(page_option_names([pipeline.model.parse_options])))
+        text = " ".join(SENTENCES)
+        message, pictures, table, copyable = Client(url, verbose=False).predict(
+            text, title, *options, api_name="/parse"
+        )
+        expected = page_parts(pipeline, text, {})
+        same = (pictures, table["data"], copyable, message) == expected
+        print(f"{model}: the Space ({url}) shows {'the same' if same else 'a DIFFERENT'} page for {text!r}")
+        return same
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 if __name__ == "__main__":
