@@ -23,6 +23,7 @@ import torch
 from hf_structure import cli, hub
 from hf_structure.hub.space import SPACE_FILES
 from tests.helpers.filesystems import small_tmpfs
+from tests.helpers.imports import called_names, imported_modules
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import save_tiny_model
 
@@ -480,6 +481,12 @@ def test_export_with_a_space_adds_the_app_its_requirements_and_the_spaces_settin
     folder = tmp_path / "space"
     assert sorted(p.name for p in folder.iterdir()) == sorted([*(p.name for p in exported.iterdir()), *SPACE_FILES])
     assert (folder / "app.py").read_text() == (SRC / "hf_structure/hub/app.py").read_text()
+    # What a Space installs from requirements.txt, and the standard library: no hf_structure.
+    assert imported_modules(folder / "app.py") == {
+        *("html", "os", "collections.abc", "pathlib", "xml.sax.saxutils"),
+        *("huggingface_hub", "transformers", "gradio"),
+    }
+    assert not called_names(folder / "app.py") & {"__import__", "exec", "eval"}
     requirements = (folder / "requirements.txt").read_text().splitlines()
     assert [line.split(">")[0].split("<")[0] for line in requirements] == [
         "torch",
