@@ -175,11 +175,11 @@ def test_the_command_serves_the_page_on_localhost_and_it_parses_as_the_pipeline(
 def test_a_browser_types_a_text_and_sees_each_word_drawn_and_the_pipelines_table(
     server, request, tiny_folders, tmp_path
 ):
+    # The command's page (the tiny arc-hybrid parser first) or the exported folder's Space (the same weights).
+    url = request.getfixturevalue(server)[0]
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    # The command's page (the tiny arc-hybrid parser first) or the exported folder's Space (the same weights).
-    url = request.getfixturevalue(server)[0]
     browser = browser_steps.open_browser()
     try:
         started = time.perf_counter()
