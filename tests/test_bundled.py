@@ -144,6 +144,7 @@ def test_a_normal_install_carries_checkpoints_templates_and_pipeline(tmp_path):
     assert "hf_structure/models/structformer/model_card.md" in names
     assert "hf_structure/checkpoints/structformer-ptb/model.safetensors" in names
     assert "hf_structure/pipelines/word_tokenization.py" in names
+    assert "hf_structure/hub/app.py" in names
     assert "hf_structure/py.typed" in names
     assert "hf_structure_spacy/__init__.py" in names  # the spaCy factory, a package apart
     assert wheel.name.startswith(f"hf_structure-{hf_structure.__version__}-")  # the version setuptools read
@@ -155,8 +156,11 @@ assert hf_structure.__file__.startswith({str(tmp_path / "site")!r}), hf_structur
 from transformers import pipeline
 print(pipeline("unsupervised-parsing")("The old man sat on the bench.")[0]["words"])
 from hf_structure.hub import push_model
-out = push_model("structformer-ptb", "org/structformer-ptb", dry_run_dir={str(tmp_path / "export")!r})
+out = push_model(
+    "structformer-ptb", "org/structformer-ptb", dry_run_dir={str(tmp_path / "export")!r}, space_id="org/demo"
+)
 print((out / "README.md").read_text().count("# structformer-ptb"))
+print((out / "app.py").read_text().count("def build_demo("), "gradio" in (out / "requirements.txt").read_text())
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(
@@ -169,7 +173,12 @@ print((out / "README.md").read_text().count("# structformer-ptb"))
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.splitlines()[-2:] == ["['The', 'old', 'man', 'sat', 'on', 'the', 'bench', '.']", "1"]
+    # The Space's app.py travels in the wheel.
+    assert run.stdout.splitlines()[-3:] == [
+        "['The', 'old', 'man', 'sat', 'on', 'the', 'bench', '.']",
+        "1",
+        "1 True",
+    ]
 
 
 def test_short_names_resolve_locally_in_transformers_pipeline(tmp_path):
