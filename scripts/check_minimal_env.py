@@ -48,10 +48,19 @@ print(json.dumps(parser(json.loads(sys.argv[2]))))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", nargs="+", default=["structformer-ptb"], help="bundled names or folders")
-    parser.add_argument("--workdir", help="where the virtualenv and the Hub cache go (default: a temporary folder)")
+    parser.add_argument(
+        "--workdir", help="where the virtualenv and the Hub cache go, kept (default: a temporary folder, removed)"
+    )
     parser.add_argument("--space", action="store_true", help="also run each model's Space (`export --space`)")
     args = parser.parse_args()
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="hf_minimal_"))
+    if args.workdir:
+        return check(args, Path(args.workdir))
+    with tempfile.TemporaryDirectory(prefix="hf_minimal_") as workdir:  # 1.3-1.7 GB: not left behind
+        return check(args, Path(workdir))
+
+
+def check(args, workdir: Path) -> int:
+    """The checks of `main` in `workdir`; 1 if any failed."""
     venv, cache = workdir / "venv", workdir / "hub-cache"
     python = venv / "bin" / "python"
     if not python.exists():
