@@ -18,28 +18,35 @@ PAGE_EXTRA = "demo"
 SPACE_URL = "https://huggingface.co/spaces/{}"
 
 
-def space_requirements() -> list[str]:
-    """The lines of `requirements.txt`: the ranges hf_structure requires of the packages the folder's code imports,
-    and of Gradio in its `demo` extra."""
+def _needed_requirements() -> list:
+    """hf_structure's own `packaging` Requirements of the packages the folder's code imports, and of Gradio in its
+    `demo` extra."""
     from packaging.requirements import Requirement
 
-    lines = []
+    needed = []
     for line in requires("hf_structure") or ():
         requirement = Requirement(line)
         marker = requirement.marker
-        needed = requirement.name in SPACE_PACKAGES if marker is None else marker.evaluate({"extra": PAGE_EXTRA})
-        if needed:  # the lower bound first, as people write it
-            bounds = sorted(map(str, requirement.specifier), key=lambda bound: not bound.startswith(">"))
-            lines.append(requirement.name + ",".join(bounds))
+        if requirement.name in SPACE_PACKAGES if marker is None else marker.evaluate({"extra": PAGE_EXTRA}):
+            needed.append(requirement)
+    return needed
+
+
+def space_requirements() -> list[str]:
+    """The lines of `requirements.txt`: the ranges hf_structure requires of the packages the folder's code imports,
+    and of Gradio in its `demo` extra."""
+    lines = []
+    for requirement in _needed_requirements():  # the lower bound first, as people write it
+        bounds = sorted(map(str, requirement.specifier), key=lambda bound: not bound.startswith(">"))
+        lines.append(requirement.name + ",".join(bounds))
     return lines
 
 
 def gradio_sdk_version() -> str:
     """The Space's `sdk_version`: the lowest Gradio the demo extra allows, the release its page is tested with."""
-    from packaging.requirements import Requirement
     from packaging.version import Version
 
-    (gradio,) = [Requirement(line) for line in space_requirements() if line.startswith("gradio")]
+    (gradio,) = [requirement for requirement in _needed_requirements() if requirement.name == "gradio"]
     (lowest,) = [Version(spec.version) for spec in gradio.specifier if spec.operator == ">="]
     return ".".join(map(str, (*lowest.release, 0, 0)[:3]))
 
