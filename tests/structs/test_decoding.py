@@ -421,3 +421,43 @@ def test_tree_averaging_refuses_a_span_outside_the_sentence_and_a_teacher_short_
         decoding.average_trees([[[(0, 2)], [(1, 4)]]], [2, 3])
     with pytest.raises(ValueError, match="teacher 1 gives 1 trees for 2 sentences"):
         decoding.average_trees([[[], []], [[]]], [1, 1])
+
+
+def right_branching_order(tree):
+    """What `tie_break="right"` maximises among trees of equal votes: the sum of the spans' starts."""
+    return sum(start for start, end in tree if end - start > 1)
+
+
+@pytest.mark.parametrize("tie_break", decoding.TIE_BREAKS)
+@pytest.mark.parametrize("n", range(1, 8))
+def test_tree_averaging_with_two_teachers_breaks_ties_without_losing_a_vote(n, tie_break):
+    all_trees = [spans for spans, _ in binary_trees(0, n)]
+    generator = torch.Generator().manual_seed(100 + n)
+    for _ in range(10):
+        teachers = [all_trees[int(torch.randint(len(all_trees), (), generator=generator))] for _ in range(2)]
+        [averaged] = decoding.average_trees([[teacher] for teacher in teachers], [n], tie_break=tie_break)
+        most = max(votes_of(tree, teachers) for tree in all_trees)
+        assert sorted(averaged) in [sorted(tree) for tree in all_trees]
+        assert votes_of(averaged, teachers) == most
+        tied = [tree for tree in all_trees if votes_of(tree, teachers) == most]
+        if tie_break == "right":
+            assert right_branching_order(averaged) == max(map(right_branching_order, tied))
+        if tie_break == "left":
+            assert sum(end for _, end in averaged) == min(sum(end for _, end in tree) for tree in tied)
+
+
+def test_tree_averaging_ties_go_where_the_tie_break_says():
+    # two teachers that share only the root: right-branching, left-branching and the balanced tree tie (4 votes)
+    right = [(0, 4), (1, 4), (2, 4)]
+    left = [(0, 4), (0, 3), (0, 2)]
+    [[toward_right]] = [decoding.average_trees([[right], [left]], [4], tie_break="right")]
+    [[toward_left]] = [decoding.average_trees([[right], [left]], [4], tie_break="left")]
+    assert sorted(toward_right) == sorted(right) and sorted(toward_left) == sorted(left)
+    # at random: the trees vary with the seed, each as many votes as the most, and a sentence's tree does not
+    # depend on the others decoded beside it
+    drawn = {tuple(sorted(decoding.average_trees([[right], [left]], [4], "random", seed)[0])) for seed in range(40)}
+    assert len(drawn) >= 2 and all(votes_of(tree, [right, left]) == 4 for tree in drawn)
+    batch = decoding.average_trees([[left, right], [right, left]], [4, 4], "random", seed=7, chunk_size=1)
+    assert batch[1] == decoding.average_trees([[left, left, right], [right, right, left]], [4, 4, 4], "random", 6)[2]
+    with pytest.raises(ValueError, match="tie_break must be one of"):
+        decoding.average_trees([[right]], [4], tie_break="cky")

@@ -16,7 +16,7 @@ each definition it uses, marked `# Copied from`.
 """
 
 from .arc_hybrid import hamming_augmented_arcs, minimal_feature_dp, stack_size_dp
-from .decoding import average_trees, chu_liu_edmonds, cky, eisner
+from .decoding import TIE_BREAKS, average_trees, chu_liu_edmonds, cky, eisner
 from .merge_orders import encode_along_merges, merge_order_from_split_scores
 from .pruned_chart import ChartEncoding, encode_pruned_chart
 from .trees import (
@@ -34,6 +34,7 @@ from .trees import (
 )
 
 __all__ = [
+    "TIE_BREAKS",
     "ChartEncoding",
     "Span",
     "average_trees",

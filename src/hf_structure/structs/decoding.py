@@ -357,8 +357,37 @@ def cky(span_scores: torch.Tensor, lengths: torch.Tensor) -> tuple[list[list[tup
     return spans, best_scores
 
 
+TIE_BREAKS = ("right", "left", "random")
+"""How `average_trees` chooses among trees of equal votes: the one whose spans start latest (summed over its spans:
+the right-branching tree is the only maximum of that sum), the one whose spans end earliest (left-branching), or
+by random span scores."""
+
+
+def tie_break_scores(length: int, tie_break: str, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Span scores (L + 1, L + 1) below one vote in any tree's sum, added to the vote counts so that of the trees
+    with the most votes the `tie_break` one wins (see `TIE_BREAKS`). A tree has `length` - 1 spans of two or more
+    words, each scoring less than 1 / `length` here, so no sum of them reaches a whole vote. `generator` draws the
+    random scores."""
+    size = length + 1
+    starts = torch.arange(size, dtype=torch.float64)[:, None].expand(size, size)
+    ends = torch.arange(size, dtype=torch.float64)[None, :].expand(size, size)
+    if tie_break == "right":
+        scores = starts / size
+    elif tie_break == "left":
+        scores = (size - 1 - ends) / size
+    elif tie_break == "random":
+        scores = torch.rand(size, size, generator=generator, dtype=torch.float64)
+    else:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    return scores / size
+
+
 def average_trees(
-    trees: Sequence[Sequence[Sequence[tuple[int, int]]]], lengths: Sequence[int], chunk_size: int = 256
+    trees: Sequence[Sequence[Sequence[tuple[int, int]]]],
+    lengths: Sequence[int],
+    tie_break: str = "right",
+    seed: int = 0,
+    chunk_size: int = 256,
 ) -> list[list[tuple[int, int]]]:
     """Tree averaging (Shayegh et al., ICLR 2024, "AvgTree"): per sentence, the binary tree holding the most votes
     of several teachers' trees, a vote being one teacher's span; by CKY over the vote counts, batched.
@@ -366,8 +395,14 @@ def average_trees(
     `trees[t][b]` is teacher t's tree of sentence b as its spans (any that are not of two or more words are
     ignored, so trees from `parse` and from `distances_to_spans` both do); a teacher's tree need not be binary.
     Returns each sentence's tree as `cky` does (spans of two or more words, pre-order). A binary tree is the only
-    one holding all its spans, so one binary teacher's tree comes back unchanged; between trees of equal votes,
-    `cky` chooses. `chunk_size`: sentences decoded at once."""
+    one holding all its spans, so one binary teacher's tree comes back unchanged.
+
+    With two teachers most spans hold one vote, and many trees tie: `tie_break` (`TIE_BREAKS`) is part of the
+    method. `"right"` prefers right-branching among the tied trees, which English rewards; `"random"` (sentence b's
+    scores drawn from `seed` + b, so a sentence's tree does not depend on the chunking) shows what the votes alone
+    give. `chunk_size`: sentences decoded at once."""
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     lengths = [int(length) for length in lengths]
     for t, teacher in enumerate(trees):
         if len(teacher) != len(lengths):
@@ -378,7 +413,8 @@ def average_trees(
     for first in range(0, len(by_length), chunk_size):
         chunk = by_length[first : first + chunk_size]
         size = lengths[chunk[-1]] + 1
-        votes = torch.zeros(len(chunk), size, size)
+        # float64: the tie-break's scores are fractions of a vote as small as 1 / size^2
+        votes = torch.zeros(len(chunk), size, size, dtype=torch.float64)
         for teacher in trees:
             for row, b in enumerate(chunk):
                 for start, end in {tuple(span) for span in teacher[b]}:
@@ -386,6 +422,10 @@ def average_trees(
                         raise ValueError(f"sentence {b}: span {(start, end)} is outside its {lengths[b]} words")
                     if end - start > 1:
                         votes[row, start, end] += 1
+        for row, b in enumerate(chunk):
+            n = lengths[b] + 1
+            generator = torch.Generator().manual_seed(seed + b) if tie_break == "random" else None
+            votes[row, :n, :n] += tie_break_scores(lengths[b], tie_break, generator)
         spans, _ = cky(votes, torch.tensor([lengths[b] for b in chunk], dtype=torch.long))
         for b, tree in zip(chunk, spans):
             averaged[b] = tree

@@ -10,16 +10,57 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from ..file_modes import written_whole
-from ..structs.decoding import average_trees
+from ..structs.decoding import TIE_BREAKS, average_trees
 from ..structs.trees import Span
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TeacherArguments:
+    """The command-line arguments that name a model's teachers (a recipe's arguments inherit them)."""
+
+    teacher_model: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Teacher models whose constituency trees the student learns from: bundled names (e.g. "
+            "structformer-ptb), folders or Hub ids. They parse the training text once; the trees are cached in the "
+            "output folder (teacher-<name>.jsonl). Several teachers' trees (models and files) are averaged."
+        },
+    )
+    teacher_trees: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Teacher trees as JSON lines with `words` and `spans` (`hf-structure parse --json`, or a "
+            "cache file of --teacher_model), matched to the training sentences by their words."
+        },
+    )
+    teacher_tie_break: str = field(
+        default="right",
+        metadata={
+            "help": f"Of several teachers' averaged trees with equal votes, which wins: one of {TIE_BREAKS} "
+            "(structs.decoding.average_trees)."
+        },
+    )
+
+    def __post_init__(self):
+        if self.teacher_tie_break not in TIE_BREAKS:
+            raise ValueError(f"--teacher_tie_break must be one of {TIE_BREAKS}, got {self.teacher_tie_break!r}")
+
+    @property
+    def has_teacher(self) -> bool:
+        return bool(self.teacher_model or self.teacher_trees)
+
+    def trees(self, sentences: Sequence[Sequence[str]], cache_dir: str | Path) -> list[list[Span]]:
+        """The teachers' (averaged) tree of each sentence."""
+        return teacher_trees(sentences, self.teacher_model, self.teacher_trees, cache_dir, tie_break=self.teacher_tie_break)
 
 
 class TeacherTreesError(ValueError):
@@ -33,16 +74,17 @@ def teacher_trees(
     files: Sequence[str | Path] = (),
     cache_dir: str | Path | None = None,
     batch_size: int = 64,
+    tie_break: str = "right",
 ) -> list[list[Span]]:
     """One binary tree per sentence (its spans of two or more words): the teachers' trees, averaged where there are
-    several. `models` parse the sentences (their trees cached in `cache_dir` as `teacher-<name>.jsonl`, reused when
-    they hold exactly these sentences); `files` give trees as JSON lines with `words` and `spans`, matched to the
-    sentences by their words."""
+    several (`tie_break`: see `average_trees`). `models` parse the sentences (their trees cached in `cache_dir` as
+    `teacher-<name>.jsonl`, reused when they hold exactly these sentences); `files` give trees as JSON lines with
+    `words` and `spans`, matched to the sentences by their words."""
     if not models and not files:
         raise TeacherTreesError("no teacher: name a teacher model or a teacher-trees file")
     per_teacher = [model_trees(name, sentences, cache_dir, batch_size) for name in models]
     per_teacher += [file_trees(path, sentences) for path in files]
-    return average_trees(per_teacher, [len(words) for words in sentences])
+    return average_trees(per_teacher, [len(words) for words in sentences], tie_break)
 
 
 def cache_path(cache_dir: str | Path, model: str) -> Path:

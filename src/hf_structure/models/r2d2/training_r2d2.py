@@ -18,6 +18,7 @@ from ...structs.merge_orders import merge_order_from_split_scores
 from ...structs.trees import spans_to_distances
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
+from ...training.teachers import TeacherArguments
 from ...training.trainer import OptimizerPart, SparsePrediction
 from .configuration_r2d2 import R2D2Config
 
@@ -26,7 +27,7 @@ TEACHER_COLUMN = "teacher_merge_order"
 
 
 @dataclass
-class R2D2TrainingArguments(TransformerSizeArguments):
+class R2D2TrainingArguments(TeacherArguments, TransformerSizeArguments):
     num_composition_layers: int = field(default=3, metadata={"help": "From scratch: composition layers."})
     window_size: int = field(default=4, metadata={"help": "From scratch: the pruning window m."})
     pruning: str = field(
@@ -61,21 +62,6 @@ class R2D2TrainingArguments(TransformerSizeArguments):
             "parser's scores and only the language model learns."
         },
     )
-    teacher_model: list[str] = field(
-        default_factory=list,
-        metadata={
-            "help": "Teacher models whose constituency trees the parser learns from (parser_target=teacher): "
-            "bundled names (e.g. structformer-ptb), folders or Hub ids. They parse the training text once; the "
-            "trees are cached in the output folder (teacher-<name>.jsonl). Several teachers' trees are averaged."
-        },
-    )
-    teacher_trees: list[str] = field(
-        default_factory=list,
-        metadata={
-            "help": "Teacher trees as JSON lines with `words` and `spans` (`hf-structure parse --json`, or a "
-            "cache file of --teacher_model), matched to the training sentences by their words."
-        },
-    )
     parser_only: bool = field(
         default=False,
         metadata={
@@ -96,16 +82,13 @@ class R2D2TrainingArguments(TransformerSizeArguments):
     )
 
     def __post_init__(self):
+        super().__post_init__()
         if (self.teacher_anneal_start is None) != (self.teacher_anneal_end is None):
             raise ValueError("--teacher_anneal_start and --teacher_anneal_end go together")
         if self.teacher_anneal_start is not None and not 0 <= self.teacher_anneal_start < self.teacher_anneal_end:
             raise ValueError("--teacher_anneal_start must be >= 0 and below --teacher_anneal_end")
         if (self.parser_only or self.teacher_anneal_start is not None) and not self.has_teacher:
             raise ValueError("--parser_only and --teacher_anneal_* need --teacher_model or --teacher_trees")
-
-    @property
-    def has_teacher(self) -> bool:
-        return bool(self.teacher_model or self.teacher_trees)
 
 
 class EveryWordCollator:
@@ -218,8 +201,6 @@ def teacher_columns(arguments: R2D2TrainingArguments, model, dataset, lines: lis
     alike)."""
     if not arguments.has_teacher:
         return dataset
-    from ...training.teachers import teacher_trees
-
     if model.config.pruning != "parser":
         raise ValueError("a teacher trains the top-down parser: it needs --pruning parser (Fast-R2D2)")
     if model.config.parser_target != "teacher":
@@ -231,7 +212,7 @@ def teacher_columns(arguments: R2D2TrainingArguments, model, dataset, lines: lis
     if len(sentences) != len(dataset) or any(len(w) < n for w, n in zip(sentences, dataset["length"])):
         raise ValueError("teacher trees need one token per word of the training text (a word-level tokenizer)")
     sentences = [words[:length] for words, length in zip(sentences, dataset["length"])]
-    trees = teacher_trees(sentences, arguments.teacher_model, arguments.teacher_trees, output_dir)
+    trees = arguments.trees(sentences, output_dir)
     lengths = torch.tensor([len(words) for words in sentences])
     distances = torch.zeros(len(sentences), max(int(lengths.max()) - 1, 0))
     for row, (words, spans) in enumerate(zip(sentences, trees)):
