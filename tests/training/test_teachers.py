@@ -192,7 +192,7 @@ def test_a_teacher_needs_parser_pruning_and_a_tree_for_every_sentence(tmp_path, 
         main([*TINY_R2D2, *args, "--output_dir", str(tmp_path / "h")], "structformer")
     with pytest.raises(TeacherTreesError, match=r"few\.jsonl: no tree for sentence 1 \("):
         main([*FAST, *args, "--output_dir", str(tmp_path / "m")], "structformer")
-    with pytest.raises(ValueError, match="need --teacher_model or --teacher_trees"):
+    with pytest.raises(ValueError, match="--parser_only needs --teacher_model or --teacher_trees"):
         main(
             [*FAST, *COMMON, *data_args(text_files), "--parser_only", "--output_dir", str(tmp_path / "p")],
             "structformer",
@@ -200,7 +200,7 @@ def test_a_teacher_needs_parser_pruning_and_a_tree_for_every_sentence(tmp_path, 
 
 
 def test_the_teachers_weight_falls_linearly_between_the_anneal_steps():
-    from hf_structure.models.r2d2.training_r2d2 import TeacherAnneal
+    from hf_structure.training.teachers import TeacherAnneal
 
     anneal = TeacherAnneal(10, 20)
     assert [anneal.weight(step) for step in (0, 10, 15, 19, 20, 30)] == [1.0, 1.0, 0.5, pytest.approx(0.1), 0.0, 0.0]

@@ -9,6 +9,8 @@ import torch
 from datasets import Dataset
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
 
+from .teachers import TEACHER_COLUMN, padded_teacher_merge_orders
+
 
 def tokenize_sentences(lines: list[str], tokenizer: PreTrainedTokenizerBase, max_length: int | None) -> Dataset:
     """One example per sentence (trees are per sentence, so nothing is packed across sentences), with a `length`
@@ -23,7 +25,8 @@ class ReproducibleMaskingCollator(DataCollatorForLanguageModeling):
 
     The global random state cannot give this: the data loader collates a batch ahead of the step that uses it, so
     a run resumed from a checkpoint would mask differently from the uninterrupted run. Here the same batch is
-    masked the same way whenever it is made. (Batches differ from epoch to epoch, so masks do too.)
+    masked the same way whenever it is made. (Batches differ from epoch to epoch, so masks do too.) Examples with a
+    teacher's tree (`TEACHER_COLUMN`) give it padded with -1.
     """
 
     def __init__(
@@ -50,4 +53,8 @@ class ReproducibleMaskingCollator(DataCollatorForLanguageModeling):
         # transformers >= 5.24 replaces the generator by a seed-only one on a process's first batch unless it was
         # made in this process (its per-worker seeding); ours is, so say so, or a resumed run's first batch differs.
         self._generator_pid = os.getpid()
-        return super().torch_call(examples)
+        if TEACHER_COLUMN not in examples[0]:
+            return super().torch_call(examples)
+        batch = super().torch_call([{"input_ids": example["input_ids"]} for example in examples])
+        batch[TEACHER_COLUMN] = padded_teacher_merge_orders(examples, batch["input_ids"].size(1))
+        return batch

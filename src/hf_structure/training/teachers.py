@@ -14,13 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 from tqdm.auto import tqdm
+from transformers import TrainerCallback
 
 from ..file_modes import written_whole
 from ..structs.decoding import TIE_BREAKS, average_trees
-from ..structs.trees import Span
+from ..structs.merge_orders import merge_order_from_split_scores
+from ..structs.trees import Span, spans_to_distances
 
 logger = logging.getLogger(__name__)
+TEACHER_COLUMN = "teacher_merge_order"
+"""The training examples' column of their teacher's tree, as the merge order of its splits (the model's
+`teacher_merge_order` input)."""
 
 
 @dataclass
@@ -50,17 +56,56 @@ class TeacherArguments:
         },
     )
 
+    teacher_anneal_start: int | None = field(
+        default=None,
+        metadata={
+            "help": "With teacher trees: from this step the teacher's weight falls linearly to 0 at "
+            "--teacher_anneal_end (R2D2: its share of the parser's target, the rest going to the chart's best "
+            "tree; StructFormer: the weight of the distances' loss against the teacher's trees); unset, it stays."
+        },
+    )
+    teacher_anneal_end: int | None = field(
+        default=None, metadata={"help": "The step at which the teacher's weight reaches 0 (see the start)."}
+    )
+
     def __post_init__(self):
         if self.teacher_tie_break not in TIE_BREAKS:
             raise ValueError(f"--teacher_tie_break must be one of {TIE_BREAKS}, got {self.teacher_tie_break!r}")
+        if (self.teacher_anneal_start is None) != (self.teacher_anneal_end is None):
+            raise ValueError("--teacher_anneal_start and --teacher_anneal_end go together")
+        if self.teacher_anneal_start is not None and not 0 <= self.teacher_anneal_start < self.teacher_anneal_end:
+            raise ValueError("--teacher_anneal_start must be >= 0 and below --teacher_anneal_end")
+        if self.teacher_anneal_start is not None and not self.has_teacher:
+            raise ValueError("--teacher_anneal_* need --teacher_model or --teacher_trees")
 
     @property
     def has_teacher(self) -> bool:
         return bool(self.teacher_model or self.teacher_trees)
 
+    def anneal_callbacks(self, initial_weight: float = 1.0) -> list["TeacherAnneal"]:
+        """The callback that anneals the model's `teacher_weight` from `initial_weight`, if one is asked for."""
+        if self.teacher_anneal_start is None or self.teacher_anneal_end is None:
+            return []
+        return [TeacherAnneal(self.teacher_anneal_start, self.teacher_anneal_end, initial_weight)]
+
     def trees(self, sentences: Sequence[Sequence[str]], cache_dir: str | Path) -> list[list[Span]]:
         """The teachers' (averaged) tree of each sentence."""
-        return teacher_trees(sentences, self.teacher_model, self.teacher_trees, cache_dir, tie_break=self.teacher_tie_break)
+        return teacher_trees(
+            sentences, self.teacher_model, self.teacher_trees, cache_dir, tie_break=self.teacher_tie_break
+        )
+
+
+class TeacherAnneal(TrainerCallback):
+    """The model's `teacher_weight`: `initial` before step `start`, falling linearly to 0 at step `end`, 0 after."""
+
+    def __init__(self, start: int, end: int, initial: float = 1.0):
+        self.start, self.end, self.initial = start, end, initial
+
+    def weight(self, step: int) -> float:
+        return self.initial * min(1.0, max(0.0, (self.end - step) / (self.end - self.start)))
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        model.teacher_weight = self.weight(state.global_step)
 
 
 class TeacherTreesError(ValueError):
@@ -159,3 +204,28 @@ def file_trees(path: str | Path, sentences: Sequence[Sequence[str]]) -> list[lis
             raise TeacherTreesError(f"{path}: no tree for sentence {number} ({' '.join(sentence)[:80]!r})")
         trees.append(tree)
     return trees
+
+
+def with_teacher_merge_orders(arguments: TeacherArguments, dataset, lines: list[str], output_dir: str):
+    """The training examples (one a non-empty line of `lines`, in order, one token a word, truncated to their
+    `length`) with each one's teacher tree as a merge order (`TEACHER_COLUMN`), the teachers' trees averaged."""
+    sentences = [words for words in (line.split() for line in lines) if words]
+    if len(sentences) != len(dataset) or any(len(w) < n for w, n in zip(sentences, dataset["length"])):
+        raise ValueError("teacher trees need one token per word of the training text (a word-level tokenizer)")
+    sentences = [words[:length] for words, length in zip(sentences, dataset["length"])]
+    trees = arguments.trees(sentences, output_dir)
+    lengths = torch.tensor([len(words) for words in sentences])
+    distances = torch.zeros(len(sentences), max(int(lengths.max()) - 1, 0))
+    for row, (words, spans) in enumerate(zip(sentences, trees)):
+        distances[row, : len(words) - 1] = torch.tensor(spans_to_distances(spans, len(words)), dtype=torch.float)
+    orders = merge_order_from_split_scores(distances, lengths)
+    return dataset.add_column(TEACHER_COLUMN, [order[: n - 1] for order, n in zip(orders.tolist(), lengths.tolist())])
+
+
+def padded_teacher_merge_orders(examples: Sequence[dict], width: int) -> torch.Tensor:
+    """The examples' teacher merge orders as one `(B, width - 1)` tensor for a batch padded to `width` words, -1
+    past each sentence's splits."""
+    orders = torch.full((len(examples), max(width - 1, 0)), -1, dtype=torch.long)
+    for row, example in enumerate(examples):
+        orders[row, : len(example[TEACHER_COLUMN])] = torch.as_tensor(example[TEACHER_COLUMN], dtype=torch.long)
+    return orders

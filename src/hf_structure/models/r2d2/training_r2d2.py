@@ -14,16 +14,18 @@ from dataclasses import dataclass, field
 import torch
 from transformers import PreTrainedTokenizerBase, TrainerCallback
 
-from ...structs.merge_orders import merge_order_from_split_scores
-from ...structs.trees import spans_to_distances
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
-from ...training.teachers import TeacherArguments
+from ...training.teachers import (
+    TEACHER_COLUMN,
+    TeacherArguments,
+    padded_teacher_merge_orders,
+    with_teacher_merge_orders,
+)
 from ...training.trainer import OptimizerPart, SparsePrediction
 from .configuration_r2d2 import R2D2Config
 
 logger = logging.getLogger(__name__)
-TEACHER_COLUMN = "teacher_merge_order"
 
 
 @dataclass
@@ -69,26 +71,11 @@ class R2D2TrainingArguments(TeacherArguments, TransformerSizeArguments):
             "is left as it is (the first stage of teacher bootstrapping)."
         },
     )
-    teacher_anneal_start: int | None = field(
-        default=None,
-        metadata={
-            "help": "With teacher trees: from this step the teacher's weight in the parser's target falls "
-            "linearly from 1 to 0 at --teacher_anneal_end, the rest going to the chart's best tree (R2D2's own "
-            "objective); unset, the parser follows the teacher throughout."
-        },
-    )
-    teacher_anneal_end: int | None = field(
-        default=None, metadata={"help": "The step at which the teacher's weight reaches 0 (see the start)."}
-    )
 
     def __post_init__(self):
         super().__post_init__()
-        if (self.teacher_anneal_start is None) != (self.teacher_anneal_end is None):
-            raise ValueError("--teacher_anneal_start and --teacher_anneal_end go together")
-        if self.teacher_anneal_start is not None and not 0 <= self.teacher_anneal_start < self.teacher_anneal_end:
-            raise ValueError("--teacher_anneal_start must be >= 0 and below --teacher_anneal_end")
-        if (self.parser_only or self.teacher_anneal_start is not None) and not self.has_teacher:
-            raise ValueError("--parser_only and --teacher_anneal_* need --teacher_model or --teacher_trees")
+        if self.parser_only and not self.has_teacher:
+            raise ValueError("--parser_only needs --teacher_model or --teacher_trees")
 
 
 class EveryWordCollator:
@@ -106,10 +93,7 @@ class EveryWordCollator:
         ignored = torch.isin(batch["input_ids"], self.special_ids) | batch["attention_mask"].eq(0)
         batch["labels"] = batch["input_ids"].masked_fill(ignored, -100)
         if TEACHER_COLUMN in examples[0]:
-            orders = torch.full((len(examples), max(batch["input_ids"].size(1) - 1, 0)), -1, dtype=torch.long)
-            for row, example in enumerate(examples):
-                orders[row, : len(example[TEACHER_COLUMN])] = torch.as_tensor(example[TEACHER_COLUMN], dtype=torch.long)
-            batch[TEACHER_COLUMN] = orders
+            batch[TEACHER_COLUMN] = padded_teacher_merge_orders(examples, batch["input_ids"].size(1))
         return batch
 
 
@@ -168,30 +152,13 @@ class ParserOnly(TrainerCallback):
         model.train_language_model = False
 
 
-class TeacherAnneal(TrainerCallback):
-    """The teacher's weight in the parser's target (`R2D2ForLanguageModeling.teacher_weight`): 1 before step
-    `start`, falling linearly to 0 at step `end`, 0 after."""
-
-    def __init__(self, start: int, end: int):
-        self.start, self.end = start, end
-
-    def weight(self, step: int) -> float:
-        return min(1.0, max(0.0, (self.end - step) / (self.end - self.start)))
-
-    def on_step_begin(self, args, state, control, model=None, **kwargs):
-        model.teacher_weight = self.weight(state.global_step)
-
-
 def callbacks(arguments: R2D2TrainingArguments) -> list[TrainerCallback]:
     found: list[TrainerCallback] = [SparsePrediction()]
     if arguments.parser_start_step > 0:
         found.append(ParserStart(arguments.parser_start_step))
     if arguments.parser_only:
         found.append(ParserOnly())
-    # (both or neither: R2D2TrainingArguments checks it)
-    if arguments.teacher_anneal_start is not None and arguments.teacher_anneal_end is not None:
-        found.append(TeacherAnneal(arguments.teacher_anneal_start, arguments.teacher_anneal_end))
-    return found
+    return found + arguments.anneal_callbacks()
 
 
 def teacher_columns(arguments: R2D2TrainingArguments, model, dataset, lines: list[str], output_dir: str):
@@ -208,17 +175,7 @@ def teacher_columns(arguments: R2D2TrainingArguments, model, dataset, lines: lis
             "teacher trees given: the parser's target becomes the teacher's (was %r)", model.config.parser_target
         )
         model.config.parser_target = "teacher"
-    sentences = [words for words in (line.split() for line in lines) if words]
-    if len(sentences) != len(dataset) or any(len(w) < n for w, n in zip(sentences, dataset["length"])):
-        raise ValueError("teacher trees need one token per word of the training text (a word-level tokenizer)")
-    sentences = [words[:length] for words, length in zip(sentences, dataset["length"])]
-    trees = arguments.trees(sentences, output_dir)
-    lengths = torch.tensor([len(words) for words in sentences])
-    distances = torch.zeros(len(sentences), max(int(lengths.max()) - 1, 0))
-    for row, (words, spans) in enumerate(zip(sentences, trees)):
-        distances[row, : len(words) - 1] = torch.tensor(spans_to_distances(spans, len(words)), dtype=torch.float)
-    orders = merge_order_from_split_scores(distances, lengths)
-    return dataset.add_column(TEACHER_COLUMN, [order[: n - 1] for order, n in zip(orders.tolist(), lengths.tolist())])
+    return with_teacher_merge_orders(arguments, dataset, lines, output_dir)
 
 
 TRAINING = LanguageModelTraining(

@@ -196,10 +196,15 @@ class StructFormerMaskedLMOutput(ModelOutput):
     """Outputs of `StructFormerForMaskedLM`.
 
     Args:
-        loss: masked-LM cross-entropy, averaged over the positions whose label is not -100.
+        loss: masked-LM cross-entropy, averaged over the positions whose label is not -100; in training with a
+            teacher's trees, plus `teacher_weight` times `teacher_loss`.
         logits: `(B, L, V)` scores at every position; in training with `sparse_prediction` and `labels`, `(N, V)`
             at the N labelled positions only (in row-major order of the batch).
         distances, heights, parent_distribution, hidden_states, attentions: as in `StructFormerModelOutput`.
+        mlm_loss: in training with a teacher's trees, the masked-LM cross-entropy alone.
+        teacher_loss: in training with a teacher's trees (`teacher_merge_order`), the distances' cross-entropy
+            against them (`split_cross_entropy`: at every node of the teacher's tree, -log softmax over the node's
+            splits of its own split's distance, summed over a tree and divided by its length), whatever its weight.
     """
 
     loss: torch.Tensor | None = None
@@ -209,6 +214,8 @@ class StructFormerMaskedLMOutput(ModelOutput):
     parent_distribution: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    mlm_loss: torch.Tensor | None = None
+    teacher_loss: torch.Tensor | None = None
 
 
 class StructFormerDropout(nn.Module):
@@ -520,7 +527,9 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
 
     Training state (not saved), set by a training run's callbacks: `sparse_prediction`, whether a forward call given
     `labels` scores the labelled positions alone (as transformers' ModernBERT does): the loss needs nothing else,
-    and the vocabulary projection at every position costs a CPU training step of the PTB model about a tenth more."""
+    and the vocabulary projection at every position costs a CPU training step of the PTB model about a tenth more;
+    `teacher_weight`, the weight of the teacher's trees' loss beside the masked LM's (distillation: the parser's
+    distances drawn toward a teacher's trees, the weight annealed to 0)."""
 
     _tied_weights_keys = {"lm_head.weight": "structformer.embed_tokens.weight"}
     accepts_loss_kwargs = False
@@ -532,6 +541,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.output_dropout = StructFormerDropout(config.output_dropout_prob, config.fast_dropout)
         self.sparse_prediction = False
+        self.teacher_weight = 1.0
         self.post_init()
 
     def get_output_embeddings(self):
@@ -547,10 +557,13 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         calibration_scope: str | None = None,
+        teacher_merge_order: torch.LongTensor | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> StructFormerMaskedLMOutput:
         """`labels` `(B, L)`: the word to predict at each position, -100 where none is. `calibration_scope`: see
-        `StructFormerModel.parse_scores`."""
+        `StructFormerModel.parse_scores`. `teacher_merge_order` `(B, L - 1)`: in training, a teacher's tree of each
+        sentence as the order in which its splits merge (-1 past a sentence's splits; distillation, see
+        `teacher_loss`); ignored in evaluation, whose loss stays the masked LM's."""
         outputs = self.structformer(
             input_ids, attention_mask=attention_mask, calibration_scope=calibration_scope, return_dict=True, **kwargs
         )
@@ -565,6 +578,17 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             if labels is not None:
                 predicted = labels.ne(-100)
                 loss = masked_lm_cross_entropy(logits[predicted], labels[predicted])
+        mlm_loss = teacher_loss = None
+        if self.training and teacher_merge_order is not None:
+            if attention_mask is None:
+                attention_mask = input_ids.ne(self.config.pad_token_id)
+            lengths = attention_mask.sum(-1)
+            targets = merge_order_targets(teacher_merge_order.to(input_ids.device), lengths)
+            # the calibrated distances: a sentence's are shifted by one margin, so softmax over a node's splits is
+            # that of the parser's own, and the splits it ranks first are those `parse` splits at
+            teacher_loss = split_cross_entropy(outputs.distances, *targets, lengths, 1)
+            mlm_loss = loss
+            loss = teacher_loss * self.teacher_weight if loss is None else loss + teacher_loss * self.teacher_weight
         return StructFormerMaskedLMOutput(
             loss=loss,
             logits=logits,
@@ -573,6 +597,8 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             parent_distribution=outputs.parent_distribution,
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
+            mlm_loss=mlm_loss,
+            teacher_loss=teacher_loss,
         )
 
     @property
@@ -1022,6 +1048,64 @@ def eisner(scores: torch.Tensor, mask: torch.Tensor, single_root: bool = True) -
     ):
         heads[b, : length + 1] = torch.tensor(_eisner_backtrack(complete_b, incomplete_b, length))
     return heads.to(scores.device)
+
+
+# Copied from hf_structure.structs.merge_orders.split_spans
+def split_spans(merge_order: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(first, last)`, each `(B, n - 1)` and indexed by split position: the first and last word of the node each
+    split makes. The node of split k reaches left up to the nearest split merged after k, and right likewise."""
+    batch_size, num_splits = merge_order.shape
+    device = merge_order.device
+    positions = torch.arange(num_splits, device=device)
+    real = positions[None, :] < (lengths[:, None] - 1)
+    if num_splits == 0:
+        return merge_order.clone(), merge_order.clone()
+    # rank[b, k]: when split k merges; padding entries go to a spare last column, and padding splits merge last.
+    rank = torch.full((batch_size, num_splits + 1), num_splits, dtype=torch.long, device=device)
+    rank.scatter_(1, torch.where(real, merge_order, num_splits), positions.expand(batch_size, -1).clone())
+    rank = rank[:, :num_splits].masked_fill(~real, num_splits)
+    later = rank[:, None, :] > rank[:, :, None]  # [b, k, j]: split j merges after split k
+    before = positions[None, :] < positions[:, None]  # [k, j]: j < k
+    left_bound = torch.where(later & before, positions, -1).amax(-1)  # the nearest later split on the left
+    right_bound = torch.where(later & ~before & (positions[None, :] != positions[:, None]), positions, num_splits)
+    right_bound = right_bound.amin(-1).minimum(lengths[:, None] - 1)
+    return left_bound + 1, right_bound
+
+
+# Copied from hf_structure.structs.merge_orders.merge_order_targets
+def merge_order_targets(
+    merge_order: torch.Tensor, lengths: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The tree of a merge order (e.g. a teacher's) as the parser's target, in `sample_chart_trees`' form (one tree a
+    sentence): `(sentence, first, last, split)`, four `(T,)` tensors, every internal node with the word it splits
+    after."""
+    first, last = split_spans(merge_order, lengths)
+    real = torch.arange(merge_order.size(1), device=merge_order.device)[None, :] < (lengths[:, None] - 1)
+    sentence, split = real.nonzero(as_tuple=True)
+    return sentence, first[sentence, split], last[sentence, split], split
+
+
+# Copied from hf_structure.structs.merge_orders.split_cross_entropy
+def split_cross_entropy(
+    split_scores: torch.Tensor,
+    sentence: torch.Tensor,
+    first: torch.Tensor,
+    last: torch.Tensor,
+    split: torch.Tensor,
+    lengths: torch.Tensor,
+    num_samples: int,
+) -> torch.Tensor:
+    """The top-down parser's loss against trees drawn from the chart (`sample_chart_trees`): at every drawn node,
+    -log softmax over the span's splits (first .. last - 1) of the drawn split's score; summed over a tree, divided by
+    the sentence's length (as the authors' code), averaged over sentences and samples. A Monte-Carlo estimate of the
+    cross-entropy from the chart's tree distribution to the parser's (KL up to the chart's entropy)."""
+    num_splits = split_scores.size(1)
+    positions = torch.arange(num_splits, device=split_scores.device)
+    in_span = (positions[None, :] >= first[:, None]) & (positions[None, :] < last[:, None])
+    node_scores = split_scores[sentence].float().masked_fill(~in_span, float("-inf"))
+    log_p = node_scores.gather(1, split[:, None]).squeeze(1) - torch.logsumexp(node_scores, dim=-1)
+    per_node = -log_p / lengths[sentence].float()
+    return per_node.sum() / (lengths.size(0) * num_samples)
 
 
 # Copied from hf_structure.structs.trees.distances_to_spans

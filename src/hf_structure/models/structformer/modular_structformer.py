@@ -26,6 +26,7 @@ from ...configuration_utils import StructureConfig
 from ...data.tokenization import encode_words
 from ...layers import masked_lm_cross_entropy, random_keep_mask
 from ...structs.decoding import chu_liu_edmonds, eisner
+from ...structs.merge_orders import merge_order_targets, split_cross_entropy
 from ...structs.trees import distances_to_spans
 
 HEAD_DECODINGS = ("eisner", "chu-liu-edmonds", "argmax")
@@ -337,10 +338,15 @@ class StructFormerMaskedLMOutput(ModelOutput):
     """Outputs of `StructFormerForMaskedLM`.
 
     Args:
-        loss: masked-LM cross-entropy, averaged over the positions whose label is not -100.
+        loss: masked-LM cross-entropy, averaged over the positions whose label is not -100; in training with a
+            teacher's trees, plus `teacher_weight` times `teacher_loss`.
         logits: `(B, L, V)` scores at every position; in training with `sparse_prediction` and `labels`, `(N, V)`
             at the N labelled positions only (in row-major order of the batch).
         distances, heights, parent_distribution, hidden_states, attentions: as in `StructFormerModelOutput`.
+        mlm_loss: in training with a teacher's trees, the masked-LM cross-entropy alone.
+        teacher_loss: in training with a teacher's trees (`teacher_merge_order`), the distances' cross-entropy
+            against them (`split_cross_entropy`: at every node of the teacher's tree, -log softmax over the node's
+            splits of its own split's distance, summed over a tree and divided by its length), whatever its weight.
     """
 
     loss: torch.Tensor | None = None
@@ -350,6 +356,8 @@ class StructFormerMaskedLMOutput(ModelOutput):
     parent_distribution: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    mlm_loss: torch.Tensor | None = None
+    teacher_loss: torch.Tensor | None = None
 
 
 class StructFormerDropout(nn.Module):
@@ -661,7 +669,9 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
 
     Training state (not saved), set by a training run's callbacks: `sparse_prediction`, whether a forward call given
     `labels` scores the labelled positions alone (as transformers' ModernBERT does): the loss needs nothing else,
-    and the vocabulary projection at every position costs a CPU training step of the PTB model about a tenth more."""
+    and the vocabulary projection at every position costs a CPU training step of the PTB model about a tenth more;
+    `teacher_weight`, the weight of the teacher's trees' loss beside the masked LM's (distillation: the parser's
+    distances drawn toward a teacher's trees, the weight annealed to 0)."""
 
     _tied_weights_keys = {"lm_head.weight": "structformer.embed_tokens.weight"}
     accepts_loss_kwargs = False
@@ -673,6 +683,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         self.output_bias = nn.Parameter(torch.zeros(config.vocab_size))
         self.output_dropout = StructFormerDropout(config.output_dropout_prob, config.fast_dropout)
         self.sparse_prediction = False
+        self.teacher_weight = 1.0
         self.post_init()
 
     def get_output_embeddings(self):
@@ -688,10 +699,13 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         calibration_scope: str | None = None,
+        teacher_merge_order: torch.LongTensor | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> StructFormerMaskedLMOutput:
         """`labels` `(B, L)`: the word to predict at each position, -100 where none is. `calibration_scope`: see
-        `StructFormerModel.parse_scores`."""
+        `StructFormerModel.parse_scores`. `teacher_merge_order` `(B, L - 1)`: in training, a teacher's tree of each
+        sentence as the order in which its splits merge (-1 past a sentence's splits; distillation, see
+        `teacher_loss`); ignored in evaluation, whose loss stays the masked LM's."""
         outputs = self.structformer(
             input_ids, attention_mask=attention_mask, calibration_scope=calibration_scope, return_dict=True, **kwargs
         )
@@ -706,6 +720,17 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             if labels is not None:
                 predicted = labels.ne(-100)
                 loss = masked_lm_cross_entropy(logits[predicted], labels[predicted])
+        mlm_loss = teacher_loss = None
+        if self.training and teacher_merge_order is not None:
+            if attention_mask is None:
+                attention_mask = input_ids.ne(self.config.pad_token_id)
+            lengths = attention_mask.sum(-1)
+            targets = merge_order_targets(teacher_merge_order.to(input_ids.device), lengths)
+            # the calibrated distances: a sentence's are shifted by one margin, so softmax over a node's splits is
+            # that of the parser's own, and the splits it ranks first are those `parse` splits at
+            teacher_loss = split_cross_entropy(outputs.distances, *targets, lengths, 1)
+            mlm_loss = loss
+            loss = teacher_loss * self.teacher_weight if loss is None else loss + teacher_loss * self.teacher_weight
         return StructFormerMaskedLMOutput(
             loss=loss,
             logits=logits,
@@ -714,6 +739,8 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
             parent_distribution=outputs.parent_distribution,
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
+            mlm_loss=mlm_loss,
+            teacher_loss=teacher_loss,
         )
 
     @property

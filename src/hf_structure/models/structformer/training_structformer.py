@@ -1,5 +1,8 @@
 """How StructFormer trains (`scripts/run_mlm.py`): a masked language model; the paper replaces every selected word by
-`<mask>`. Training code only: no modeling file imports this module."""
+`<mask>`. With a teacher's trees (`--teacher_model`, `--teacher_trees`: distillation), the parser's distances also
+learn the teacher's splits (`StructFormerForMaskedLM`'s `teacher_loss`), weighted by `--teacher_weight` and
+annealed to 0 (`--teacher_anneal_start`, `--teacher_anneal_end`). Training code only: no modeling file imports this
+module."""
 
 from dataclasses import dataclass, field
 
@@ -8,12 +11,13 @@ from transformers import TrainerCallback
 from ...training import LanguageModelTraining
 from ...training.arguments import TransformerSizeArguments
 from ...training.collators import ReproducibleMaskingCollator
+from ...training.teachers import TeacherArguments, with_teacher_merge_orders
 from ...training.trainer import SparsePrediction
 from .configuration_structformer import StructFormerConfig
 
 
 @dataclass
-class StructFormerTrainingArguments(TransformerSizeArguments):
+class StructFormerTrainingArguments(TeacherArguments, TransformerSizeArguments):
     num_hidden_layers: int = field(default=8, metadata={"help": "From scratch: Transformer blocks."})
     num_parser_layers: int = field(default=3, metadata={"help": "From scratch: parser convolution layers."})
     mlm_probability: float = field(default=0.3, metadata={"help": "Share of words masked (0.3 on PTB)."})
@@ -26,6 +30,13 @@ class StructFormerTrainingArguments(TransformerSizeArguments):
     )
     random_replace_prob: float = field(
         default=0.0, metadata={"help": "Share of the selected words replaced by a random word (BERT: 0.1)."}
+    )
+    teacher_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "With teacher trees: the weight of the distances' loss against them beside the masked LM's "
+            "(before --teacher_anneal_start)."
+        },
     )
 
 
@@ -52,10 +63,34 @@ def masking_collator(arguments: StructFormerTrainingArguments, tokenizer, seed: 
     )
 
 
+class TeacherWeight(TrainerCallback):
+    """The weight of the teacher's loss when no anneal is asked for (`StructFormerForMaskedLM.teacher_weight`)."""
+
+    def __init__(self, weight: float):
+        self.weight = weight
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        model.teacher_weight = self.weight
+
+
 def callbacks(arguments: StructFormerTrainingArguments) -> list[TrainerCallback]:
-    return [SparsePrediction()]
+    found: list[TrainerCallback] = [SparsePrediction()]
+    if arguments.has_teacher:
+        found += arguments.anneal_callbacks(arguments.teacher_weight) or [TeacherWeight(arguments.teacher_weight)]
+    return found
+
+
+def teacher_columns(arguments: StructFormerTrainingArguments, model, dataset, lines: list[str], output_dir: str):
+    """With a teacher: each training example's teacher tree as a merge order (`teacher_merge_order`)."""
+    if not arguments.has_teacher:
+        return dataset
+    return with_teacher_merge_orders(arguments, dataset, lines, output_dir)
 
 
 TRAINING = LanguageModelTraining(
-    arguments=StructFormerTrainingArguments, new_config=new_config, collator=masking_collator, callbacks=callbacks
+    arguments=StructFormerTrainingArguments,
+    new_config=new_config,
+    collator=masking_collator,
+    callbacks=callbacks,
+    training_columns=teacher_columns,
 )
