@@ -218,3 +218,27 @@ def test_the_collator_pads_the_teachers_merge_orders_with_minus_one():
         ]
     )
     assert torch.equal(batch["teacher_merge_order"], torch.tensor([[2, 1, 0], [0, -1, -1]]))
+
+
+def test_a_structformer_learns_from_teacher_trees_beside_its_masked_lm_the_weight_annealed(tmp_path, text_files):  # noqa: F811
+    from tests.training.test_run_mlm import TINY_MODEL
+
+    lines = (text_files / "train.txt").read_text().splitlines()
+    sentences = [line.split() for line in lines if line.split()]
+    teacher = tmp_path / "right.jsonl"
+    write_trees(teacher, sentences, [[(start, len(words)) for start in range(len(words) - 1)] for words in sentences])
+    out = tmp_path / "distilled"
+    anneal = ["--teacher_weight", "2", "--teacher_anneal_start", "5", "--teacher_anneal_end", "10"]
+    result = run_mlm(
+        [*TINY_MODEL, *COMMON, *data_args(text_files), "--teacher_trees", str(teacher), *anneal]
+        + ["--max_steps", "15", "--do_train", "--do_eval", "--output_dir", str(out)]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    logged = [entry for entry in history if "teacher_loss" in entry]
+    assert [entry["step"] for entry in logged] == [5, 10, 15]
+    # steps 1-5 at the full weight 2, steps 11-15 at 0: the masked LM's loss alone
+    assert logged[0]["loss"] == pytest.approx(logged[0]["mlm_loss"] + 2 * logged[0]["teacher_loss"], abs=2e-3)
+    assert logged[2]["loss"] == pytest.approx(logged[2]["mlm_loss"], abs=2e-3)
+    evaluated = json.loads((out / "eval_results.json").read_text())
+    assert "eval_loss" in evaluated and not any("teacher" in key for key in evaluated)

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..bundled import DEFAULT_MODEL
 from ..evaluation.baselines import BASELINES
 from ..extras import MissingExtraError
+from ..structs.decoding import TIE_BREAKS
 from .common import (
     QUANTIZATIONS,
     QUANTIZE_HELP,
@@ -34,7 +35,27 @@ def add_command(commands) -> None:
     )
     source = evaluate.add_mutually_exclusive_group()
     source.add_argument("--baseline", choices=BASELINES)
-    source.add_argument("--model", help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL})")
+    source.add_argument(
+        "--model",
+        action="append",
+        help=f"model folder, Hub id or bundled name (default {DEFAULT_MODEL}); given several times (or with "
+        "--trees), the ensemble of their averaged trees is scored",
+    )
+    evaluate.add_argument(
+        "--trees",
+        action="append",
+        metavar="FILE",
+        help="a file of trees (JSON lines with words and spans: `hf-structure parse --json`) as one more member of "
+        "an ensemble, matched to the gold sentences by their words; alone, the file's trees are scored",
+    )
+    evaluate.add_argument(
+        "--tie-break",
+        choices=TIE_BREAKS,
+        default="right",
+        help="of an ensemble's averaged trees with equal votes, which wins: toward right-branching (the default), "
+        "toward left-branching, or at random (--seed); the scores with ties at random are reported beside "
+        "(*_random)",
+    )
     evaluate.add_argument(
         "--lm-text",
         help="text file (or ptb-test / ptb-valid) for the model's perplexity "
@@ -78,8 +99,20 @@ def add_command(commands) -> None:
 def run(args) -> None:
     """Print the scores as one JSON line; with `--record`, then write them into the model's folder (so that a
     record that cannot be written loses no score)."""
-    if not args.baseline and not args.model:
-        args.model = DEFAULT_MODEL
+    if not args.baseline and not args.model and not args.trees:
+        args.model = [DEFAULT_MODEL]
+    if args.baseline and args.trees:
+        raise fail("evaluate", "--baseline is scored alone; give --trees without it")
+    if len(args.model or []) + len(args.trees or []) > 1 or args.trees:
+        for flag, given in (("--lm-text", args.lm_text), ("--record", args.record), ("--quantize", args.quantize)):
+            if given:
+                raise fail("evaluate", f"{flag} is for one model; an ensemble (or a trees file) is scored without it")
+        try:
+            _evaluate_ensemble(args)
+        except MissingExtraError as error:
+            raise fail("evaluate", str(error)) from None
+        return
+    args.model = args.model[0] if args.model else None
     if args.record and args.quantize:
         raise fail("evaluate", "--record writes the model's own scores into its card; evaluate --quantize without it")
     try:
@@ -103,6 +136,56 @@ def _check_record_folder(model_path: str) -> None:
             f"--record: cannot write {record}: permission denied (evaluate without --record, "
             "or on a copy of the folder)",
         )
+
+
+def _read_gold(treebank: str) -> list:
+    """The gold sentences of a treebank folder or file, or the command's one-line failure."""
+    from ..data.gold import TreebankFormatError
+    from ..data.treebanks import read_treebank
+
+    try:
+        return read_treebank(treebank)
+    except (FileNotFoundError, TreebankFormatError) as error:  # NoSentenceToScoreError included
+        raise fail("evaluate", str(error)) from None
+
+
+def _evaluate_ensemble(args) -> None:
+    """An ensemble's scores (`evaluate_ensemble`) as one JSON line; the sentences left out named on standard
+    error."""
+    from ..bundled import load_model_and_tokenizer
+    from ..data.trees_files import TreesFileError
+    from ..evaluation.scoring import evaluate_ensemble
+
+    gold = _read_gold(args.treebank)
+    device = check_device("evaluate", args.device) if args.device else None
+    members: list[tuple[str, object]] = []
+    for name in args.model or []:
+        model, tokenizer = load_or_fail("evaluate", load_model_and_tokenizer, resolved_model_path("evaluate", name))
+        if "spans" not in model.parse_outputs:
+            raise fail("evaluate", f"--model {name}: it gives no constituency trees, which an ensemble averages")
+        if device is not None:
+            model.to(device)
+        members.append((name, (model, tokenizer)))
+    members += [(path, path) for path in args.trees or []]
+    models = len(args.model or [])
+    try:
+        with progress_bar(args, len(gold) * models, "sentence", "evaluate") as progress:
+            scores = evaluate_ensemble(
+                members, gold, args.tie_break, args.seed, args.batch_size, args.threads, progress.update
+            )
+    except TreesFileError as error:
+        raise fail("evaluate", f"--trees: {error}") from None
+    except ValueError as error:  # no sentence every member can parse
+        raise fail("evaluate", f"{args.treebank}: {error}") from None
+    if len(members) == 1:  # one trees file: its own trees, nothing averaged
+        for key in [key for key in scores if key.endswith("_random")] + ["tie_break"]:
+            scores.pop(key)
+        scores.pop("members")
+    skipped = scores.pop("skipped", [])
+    for message in skipped:
+        print(f"hf-structure evaluate: not scored: {message}", file=sys.stderr)
+    parser = " + ".join(name for name, _ in members)
+    print(json.dumps({"parser": parser, **scores, **({"skipped": len(skipped)} if skipped else {})}), flush=True)
 
 
 def _evaluate(args) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from ..bundled import DEFAULT_MODEL
 from ..pipelines.word_tokenization import WORD_CONVENTIONS
+from ..structs.decoding import TIE_BREAKS
 from . import distributed
 from .common import (
     QUANTIZATIONS,
@@ -49,7 +50,27 @@ def add_command(commands) -> None:
         "parse", help="parse text into sentences and trees (one JSON line per sentence, written as it goes)"
     )
     parse.add_argument("text", nargs="*", help="sentences to parse, one per argument (quote each), or use --input")
-    parse.add_argument("--model", default=DEFAULT_MODEL, help=f"folder, Hub id or bundled name ({DEFAULT_MODEL})")
+    parse.add_argument(
+        "--model",
+        action="append",
+        help=f"folder, Hub id or bundled name ({DEFAULT_MODEL}); given several times (or with --trees), each parses "
+        "and the averaged constituency tree of the ensemble is written (the first model's sentences and words)",
+    )
+    parse.add_argument(
+        "--trees",
+        action="append",
+        metavar="FILE",
+        help="a file of trees (JSON lines with words and spans) as one more member of an ensemble, matched to a "
+        "sentence by the first model's words",
+    )
+    parse.add_argument(
+        "--tie-break",
+        choices=TIE_BREAKS,
+        default="right",
+        help="of an ensemble's averaged trees with equal votes, which wins: toward right-branching (the default), "
+        "toward left-branching, or at random (--seed)",
+    )
+    parse.add_argument("--seed", type=int, default=0, help="the seed of --tie-break random (default 0)")
     parse.add_argument(
         "--input",
         metavar="FILE",
@@ -194,6 +215,7 @@ def _unit_result(unit: Unit, results: list[dict]) -> dict | list[dict]:
 
 
 def run(args) -> None:
+    args.model = args.model or [DEFAULT_MODEL]
     if args.input and args.text:
         raise fail("parse", "give sentences as arguments or --input FILE, not both")
     if not args.input and not args.text:
@@ -220,22 +242,28 @@ def run(args) -> None:
 
     load = functools.partial(load_parser, device=device, num_threads=args.threads, quantize=args.quantize)
     load = quantize_or_fail("parse", args.quantize, load)
-    parser = load_or_fail("parse", load, resolved_model_path("parse", args.model))
+    pipelines = [load_or_fail("parse", load, resolved_model_path("parse", name)) for name in args.model]
     options, flags = _pipeline_options(args)
     try:  # every option the command was given, against what the model declares, before any line is parsed
-        check_options(parser.model, options)
+        if len(pipelines) > 1 or args.trees:
+            parser = _ensemble(pipelines, args)
+            parser.check_options(options)
+            outputs = parser.parse_outputs
+        else:
+            parser = pipelines[0]
+            check_options(parser.model, options)
+            outputs = parser.model.parse_outputs
     except UnsupportedOptionError as error:
         raise fail("parse", f"{' '.join(flags[option] for option in error.options)}: {error}") from None
     if args.no_split_sentences:
         options["split_sentences"] = False  # the pipeline's own option, for every model
     if args.word_convention:
         options["word_convention"] = args.word_convention  # the pipeline's too
-    if output_format == "conllu" and "heads" not in parser.model.parse_outputs:
+    if output_format == "conllu" and "heads" not in outputs:
         flag = "--conllu" if args.conllu else "CoNLL-U output (the default for CoNLL-U input)"
+        what = "an ensemble" if parser is not pipelines[0] else model_description(parser.model)
         raise fail(
-            "parse",
-            f"{flag}: {model_description(parser.model)} gives no dependency heads, which CoNLL-U "
-            "holds; use --json, --draw or --svg",
+            "parse", f"{flag}: {what} gives no dependency heads, which CoNLL-U holds; use --json, --draw or --svg"
         )
     pretokenized = args.pretokenized or input_format == "conllu"
     unit_name = "sentence" if input_format == "conllu" else "line"
@@ -309,6 +337,19 @@ def run(args) -> None:
         )
         if args.strict:
             raise SystemExit(1)
+
+
+def _ensemble(pipelines: list, args):
+    """The ensemble of the command's models and trees files, or the command's one-line failure."""
+    from ..data.trees_files import TreesFileError
+    from ..pipelines.ensemble import EnsembleParser
+
+    if args.quantize:
+        raise fail("parse", "--quantize is for one model; an ensemble parses in its models' own precision")
+    try:
+        return EnsembleParser(pipelines, args.trees or [], args.tie_break, args.seed)
+    except TreesFileError as error:
+        raise fail("parse", f"--trees: {error}") from None
 
 
 def model_option_values() -> dict[str, dict[str, tuple]]:

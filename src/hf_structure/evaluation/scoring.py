@@ -5,6 +5,7 @@ scored words (punctuation already removed, as the scoring conventions of the dat
 """
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -225,4 +226,75 @@ def evaluate_on_conllu(
         alternative = score_all_words(sentences, parses)
         scores.update({f"{key}_{name}": value for key, value in alternative.items() if key != "sentences"})
     scores["scoring"] = ALL_WORDS_SCORING
+    return {**scores, "skipped": skipped} if skipped else scores
+
+
+def member_parses_of_file(path, gold: Sequence[GoldSentence], names: Sequence[str]) -> list[dict]:
+    """A trees file's parses of the gold sentences, matched by their words (`read_trees_file`), a sentence it has
+    no tree for recorded as an error naming the file. Raises TreesFileError for a file that cannot be read."""
+    from ..data.trees_files import read_trees_file
+
+    table = read_trees_file(path)
+    return [
+        {"spans": table[tuple(g.words)]}
+        if tuple(g.words) in table
+        else {"words": g.words, "error": f"{name}: {path} has no tree of these words"}
+        for g, name in zip(gold, names)
+    ]
+
+
+def evaluate_ensemble(
+    members: Sequence[tuple[str, Any]],
+    gold: Sequence[GoldSentence],
+    tie_break: str = "right",
+    seed: int = 0,
+    batch_size: int = 64,
+    num_threads: int | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> dict:
+    """An ensemble of constituency parsers scored on gold sentences: each member's trees (`members`: `(name,
+    (model, tokenizer))` for a model, which parses the gold words, or `(name, path)` for a trees file), averaged by
+    `average_trees` with `tie_break` (the ensemble's scores), and again with ties at random (`*_random`, `seed`),
+    beside each member's own `sentence_f1` and `corpus_f1` (`members`). A sentence that a member cannot parse, or
+    that a trees file lacks, is left out of every score and named in `skipped`. `on_batch`: as `parse_word_lists`
+    (each model parses every sentence once)."""
+    from ..structs.decoding import average_trees
+
+    names = [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
+    words = [g.words for g in gold]
+    member_parses = []
+    for name, member in members:
+        if isinstance(member, tuple):
+            model, tokenizer = member
+            options = {"structures": ("constituency",)} if "structures" in getattr(model, "parse_options", {}) else {}
+            parses = parse_word_lists(
+                model, tokenizer, words, batch_size, num_threads, names, True, on_batch, **options
+            )
+            member_parses.append([{**p, "error": f"{name}: {p['error']}"} if "error" in p else p for p in parses])
+        else:
+            member_parses.append(member_parses_of_file(member, gold, names))
+    errors = [next((m[i]["error"] for m in member_parses if "error" in m[i]), None) for i in range(len(gold))]
+    kept = [i for i, error in enumerate(errors) if error is None]
+    if not kept:
+        raise ValueError(f"no sentence could be parsed by every member ({len(gold)} tried; the first: {errors[0]})")
+    kept_gold = [gold[i] for i in kept]
+    trees = [[member[i]["spans"] for i in kept] for member in member_parses]
+    lengths = [len(g.words) for g in kept_gold]
+    scores: dict[str, Any] = {"tie_break": tie_break}
+    scores.update(score_parses(kept_gold, [{"spans": t} for t in average_trees(trees, lengths, tie_break, seed)]))
+    if tie_break != "random":
+        at_random = score_parses(kept_gold, [{"spans": t} for t in average_trees(trees, lengths, "random", seed)])
+        scores.update({f"{key}_random": value for key, value in at_random.items() if key.endswith("f1")})
+    scores["members"] = [
+        {
+            "parser": name,
+            **{
+                key: value
+                for key, value in score_parses(kept_gold, [{"spans": t} for t in member]).items()
+                if key in ("sentence_f1", "corpus_f1")
+            },
+        }
+        for (name, _), member in zip(members, trees)
+    ]
+    skipped = [error for error in errors if error is not None]
     return {**scores, "skipped": skipped} if skipped else scores

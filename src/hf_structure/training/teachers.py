@@ -18,6 +18,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
+from ..data.trees_files import TreesFileError, read_trees_file
 from ..file_modes import written_whole
 from ..structs.decoding import TIE_BREAKS, average_trees
 from ..structs.merge_orders import merge_order_from_split_scores
@@ -177,26 +178,10 @@ def file_trees(path: str | Path, sentences: Sequence[Sequence[str]]) -> list[lis
     """The trees of a JSON-lines file (`words`, `spans`: `hf-structure parse --json` output) for the sentences,
     matched by their words (a sentence that occurs twice takes the file's first tree of it). Raises
     TeacherTreesError naming the file line of a bad record, or the first sentence the file has no tree for."""
-    by_words: dict[tuple[str, ...], list[Span]] = {}
     try:
-        with open(path, encoding="utf-8") as stream:
-            for number, line in enumerate(stream, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    words = tuple(record["words"])
-                    spans = [(int(start), int(end)) for start, end in record["spans"]]
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-                    raise TeacherTreesError(
-                        f"{path}, line {number}: not a tree with words and spans ({error})"
-                    ) from None
-                outside = [span for span in spans if not 0 <= span[0] < span[1] <= len(words)]
-                if outside:
-                    raise TeacherTreesError(f"{path}, line {number}: span {outside[0]} outside its {len(words)} words")
-                by_words.setdefault(words, spans)
-    except (OSError, UnicodeDecodeError) as error:
-        raise TeacherTreesError(f"{path}: {error}") from None
+        by_words = read_trees_file(path)
+    except TreesFileError as error:
+        raise TeacherTreesError(str(error)) from None
     trees = []
     for number, sentence in enumerate(sentences, 1):
         tree = by_words.get(tuple(sentence))
