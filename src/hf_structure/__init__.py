@@ -22,10 +22,12 @@ globals().update(_MODEL_CLASSES)
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the models registered above)
 from .bundled import ModelFolderError  # noqa: E402
 from .extras import MissingExtraError  # noqa: E402
+from .pipelines.ensemble import EnsembleParser  # noqa: E402
 from .pipelines.unsupervised_parsing import SentenceError, UnsupportedOptionError  # noqa: E402
 
 __all__ = [
     "CardMetric",
+    "EnsembleParser",
     "MissingExtraError",
     "ModelFolderError",
     "ModelSpec",

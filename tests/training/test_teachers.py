@@ -30,6 +30,10 @@ def test_a_trees_file_is_matched_to_the_sentences_by_their_words(tmp_path):
         ("not json", "line 2: not a tree with words and spans"),
         ('{"words": ["a", "b"]}', "line 2: not a tree with words and spans"),
         ('{"words": ["a", "b"], "spans": [[0, 3]]}', r"line 2: span \(0, 3\) outside its 2 words"),
+        (
+            '{"words": ["a", "b", "c"], "spans": [[0.9, 2.7]]}',
+            r"line 2: .*span \[0\.9, 2\.7\]: its bounds must be whole",
+        ),
     ],
 )
 def test_a_bad_line_of_a_trees_file_is_named_with_its_file_and_line(tmp_path, line, message):
