@@ -13,8 +13,11 @@ recorded) beside it, and renders the model card (README.md) from them:
 
 A run that fine-tuned an earlier checkpoint (`run_mlm.py --model_name_or_path OLD`) is recorded as a further
 stage of OLD's training with `--continues OLD`: the command, wall time, steps and epochs then cover all stages. A run
-whose parser learned from a teacher model's trees names it with `--teacher NAME`: the teacher is scored on the same
-treebank, and the record (and card) give its scores beside the student's. A perplexity of the card that no
+whose parser learned from a teacher's trees names it with `--teacher` (a model, or a file of its trees of the
+treebank's sentences; given several times, the averaged teacher, `--teacher-tie-break`) and says where its trees
+came from with `--teacher-origin`: the teacher is scored on the same treebank, and the record (and card) give its
+scores beside the student's. `--stage NAME=FOLDER` scores a stage's saved model the same way, for the card's
+lineage. A perplexity of the card that no
 `--lm-text` measured is recorded as None ("not measured" on the card, left out of its model-index). Each weight
 keeps the precision the run stored it in (a run saved by `scripts/export_half.py` stays in half precision where it
 was).
@@ -31,7 +34,7 @@ from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.text import PTB_LM_TRAIN_DATA
 from hf_structure.data.treebanks import read_treebank
 from hf_structure.evaluation.perplexity import language_model_perplexity
-from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_model
+from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_ensemble, evaluate_model
 from hf_structure.hub import render_model_card
 from hf_structure.hub.records import (
     TRAINING_RECORD,
@@ -59,6 +62,20 @@ def keep_stored_precision(stored: Path, saved: Path) -> None:
         save_file(weights, saved, metadata={"format": "pt"})
 
 
+def teacher_scores(teachers: list[str], tie_break: str, gold) -> dict:
+    """The teacher's record: one model's scores, or the scores of the averaged trees of several teachers (models, or
+    files of trees of the treebank's sentences) with each member's own F1."""
+    if len(teachers) == 1 and not Path(teachers[0]).is_file():
+        teacher, teacher_tokenizer = load_model_and_tokenizer(teachers[0])
+        return {"model": teachers[0], **evaluate_model(teacher, teacher_tokenizer, gold)}
+    members = [(name, name if Path(name).is_file() else load_model_and_tokenizer(name)) for name in teachers]
+    scores = evaluate_ensemble(members, gold, tie_break)
+    if len(members) == 1:  # one file of trees: its own trees
+        scores = {key: value for key, value in scores.items() if key not in ("tie_break", "members")}
+        scores = {key: value for key, value in scores.items() if not key.endswith("_random")}
+    return {"model": " + ".join(Path(name).name if Path(name).is_file() else name for name in teachers), **scores}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", required=True, help="training output folder (final model + trainer_state.json)")
@@ -68,7 +85,21 @@ def main() -> None:
     parser.add_argument("--wall-time-s", type=float, required=True, help="training wall-clock time")
     parser.add_argument("--notes", default="", help="anything about the run a reader should know")
     parser.add_argument("--continues", help="checkpoint folder (with its training record) this run started from")
-    parser.add_argument("--teacher", help="the model whose trees the run learned from, scored on the same treebank")
+    parser.add_argument(
+        "--teacher",
+        action="append",
+        help="a teacher whose trees the run learned from: a model, or a JSON-lines file of its trees of the treebank's "
+        "sentences; several: their averaged trees (--teacher-tie-break); scored on the same treebank",
+    )
+    parser.add_argument("--teacher-tie-break", default="right", help="the averaged teacher's tie-break (default right)")
+    parser.add_argument("--teacher-origin", help="where the teacher's trees came from, for the card")
+    parser.add_argument(
+        "--stage",
+        action="append",
+        default=[],
+        metavar="NAME=FOLDER",
+        help="an earlier stage's saved model, scored on the treebank for the card's lineage (in order)",
+    )
     parser.add_argument(
         "--lm-text",
         nargs="*",
@@ -111,8 +142,17 @@ def main() -> None:
             results[metric.key] = None
     results["baselines"] = baselines
     if args.teacher:
-        teacher, teacher_tokenizer = load_model_and_tokenizer(args.teacher)
-        results["teacher"] = {"model": args.teacher, **evaluate_model(teacher, teacher_tokenizer, gold)}
+        results["teacher"] = teacher_scores(args.teacher, args.teacher_tie_break, gold)
+        if args.teacher_origin:
+            results["teacher"]["origin"] = args.teacher_origin
+    stage_records = []
+    for given in args.stage:
+        name, _, folder = given.partition("=")
+        stage_model, stage_tokenizer = load_model_and_tokenizer(folder)
+        stage_scores = evaluate_model(stage_model, stage_tokenizer, gold)
+        stage_records.append({"stage": name, **{key: stage_scores[key] for key in ("sentence_f1", "corpus_f1")}})
+    if stage_records:
+        results["stages"] = stage_records
     state = json.loads((run / "trainer_state.json").read_text())
     command = Path(args.command_file).read_text().strip()
     stage = {

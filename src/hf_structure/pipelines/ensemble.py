@@ -18,7 +18,7 @@ from ..data.trees_files import read_trees_file
 from ..structs.decoding import TIE_BREAKS, average_trees
 from ..structs.trees import Span
 from .batched_parsing import Sentence, SentenceError, check_on_error
-from .unsupervised_parsing import UnsupportedOptionError, model_description, spans_to_bracketed
+from .unsupervised_parsing import UnsupportedOptionError, accepted_options, model_description, spans_to_bracketed
 
 # The pipeline options an ensemble takes: how the input is read, batched and threaded, and what to do with errors.
 ENSEMBLE_OPTIONS = (
@@ -99,7 +99,7 @@ class EnsembleParser:
             load_parser(model, **pipeline_options) if isinstance(model, str) else model for model in models
         ]
         for pipeline in self.pipelines:
-            if "spans" not in pipeline.model.parse_outputs:
+            if "constituency" not in accepted_options(pipeline.model)["structures"]:
                 raise UnsupportedOptionError(f"{model_description(pipeline.model)} gives no constituents to average")
         self.trees_files = [(str(path), read_trees_file(path)) for path in trees]
         self.tie_break, self.seed = tie_break, seed
@@ -107,7 +107,9 @@ class EnsembleParser:
     @property
     def names(self) -> list[str]:
         """The members, as results and errors name them."""
-        return [pipeline.model.name_or_path for pipeline in self.pipelines] + [path for path, _ in self.trees_files]
+        return [str(pipeline.model.name_or_path) for pipeline in self.pipelines] + [
+            path for path, _ in self.trees_files
+        ]
 
     def check_options(self, options: dict) -> None:
         """An UnsupportedOptionError for an option the ensemble does not take (given, not None)."""
@@ -235,8 +237,8 @@ class EnsembleParser:
                 raise SentenceError(error)
             return {"words": result["words"], "error": error, **_located(result)}
         words = result["words"]
-        [spans] = average_trees([[tree] for tree in member_trees], [len(words)], self.tie_break, self.seed + index)
-        spans = [list(span) for span in spans]
+        [tree] = average_trees([[tree] for tree in member_trees], [len(words)], self.tie_break, self.seed + index)
+        spans = [list(span) for span in tree]
         return {"words": words, **_located(result), "tree": spans_to_bracketed(words, spans), "spans": spans}
 
 
