@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -116,6 +117,20 @@ def test_missing_input_file(model, tmp_path, capsys):
         main(["parse", "--model", model, "--input", str(missing)])
     assert exit_info.value.code not in (0, None)
     assert str(missing) in str(exit_info.value.code) and "cannot read input file" in str(exit_info.value.code)
+
+
+def test_a_fifo_is_read_once_and_loses_no_line(model, tmp_path):
+    # A FIFO (as /dev/stdin and a shell's <(...) are) cannot be read twice: it was counted, then found empty.
+    fifo, out = tmp_path / "lines", tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    lines = ["a dog ran", "the old man sat", "the man sat on the bench"]
+    writer = threading.Thread(target=lambda: fifo.write_text("\n".join(lines) + "\n", encoding="utf-8"))
+    writer.start()
+    main(["parse", "--model", model, "--pretokenized", "--input", str(fifo), "--output", str(out)])
+    writer.join()
+    assert [json.loads(line)["words"] for line in out.read_text(encoding="utf-8").splitlines()] == [
+        line.split() for line in lines
+    ]
 
 
 def test_a_bad_line_gets_an_error_and_the_others_are_parsed(model, tmp_path, capsys):

@@ -29,12 +29,12 @@ from .common import (
     resolved_model_path,
 )
 from .parse_input import (
-    STDIN,
     Unit,
     count_units,
     decoded_lines,
     input_format_of,
     input_name,
+    is_regular_file,
     opened_input,
     read_units,
     until_input_error,
@@ -223,7 +223,11 @@ def run(args) -> None:
     input_format = input_format_of(args)
     if input_format == "conllu" and not args.input:
         raise fail("parse", "--input-format conllu: give the CoNLL-U file with --input FILE (or - for standard input)")
-    total = len(args.text) if args.text else None if args.input == STDIN else count_units(args.input, input_format)
+    # A regular file is counted first (the progress bar's total, a bad line refused before the model loads); any
+    # other input, standard input, a FIFO or `<(...)`, is read once, as it is parsed.
+    total = (
+        len(args.text) if args.text else count_units(args.input, input_format) if is_regular_file(args.input) else None
+    )
     check_output(args.output, args.svg, args.input)
     output_format = output_format_of(args, input_format)
     processes = distributed.process_count()  # started by torchrun / accelerate launch: each parses a share

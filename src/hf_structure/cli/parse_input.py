@@ -4,6 +4,8 @@ units to parse, each named as errors name it."""
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -98,6 +100,15 @@ def until_input_error(units: Iterable[Unit], errors: list) -> Iterator[Unit]:
         yield from units
     except SystemExit as error:
         errors.append(error)
+
+
+def is_regular_file(path: str) -> bool:
+    """Whether the input can be read twice (counted first, then parsed): a regular file. Standard input, a FIFO,
+    `/dev/stdin` or a shell's `<(...)` is read once, as it goes."""
+    try:
+        return path != STDIN and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # opening it says why, naming it
 
 
 def count_units(path: str, input_format: str) -> int:
