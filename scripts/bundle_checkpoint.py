@@ -68,12 +68,14 @@ def teacher_scores(teachers: list[str], tie_break: str, gold) -> dict:
     if len(teachers) == 1 and not Path(teachers[0]).is_file():
         teacher, teacher_tokenizer = load_model_and_tokenizer(teachers[0])
         return {"model": teachers[0], **evaluate_model(teacher, teacher_tokenizer, gold)}
-    members = [(name, name if Path(name).is_file() else load_model_and_tokenizer(name)) for name in teachers]
+    members = [
+        (Path(name).name, name) if Path(name).is_file() else (name, load_model_and_tokenizer(name)) for name in teachers
+    ]
     scores = evaluate_ensemble(members, gold, tie_break)
     if len(members) == 1:  # one file of trees: its own trees
         scores = {key: value for key, value in scores.items() if key not in ("tie_break", "members")}
         scores = {key: value for key, value in scores.items() if not key.endswith("_random")}
-    return {"model": " + ".join(Path(name).name if Path(name).is_file() else name for name in teachers), **scores}
+    return {"model": " + ".join(name for name, _ in members), **scores}
 
 
 def main() -> None:
