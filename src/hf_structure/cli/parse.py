@@ -34,7 +34,7 @@ from .parse_input import (
     decoded_lines,
     input_format_of,
     input_name,
-    is_regular_file,
+    is_counted_first,
     opened_input,
     read_units,
     until_input_error,
@@ -226,7 +226,7 @@ def run(args) -> None:
     # A regular file is counted first (the progress bar's total, a bad line refused before the model loads); any
     # other input, standard input, a FIFO or `<(...)`, is read once, as it is parsed.
     total = (
-        len(args.text) if args.text else count_units(args.input, input_format) if is_regular_file(args.input) else None
+        len(args.text) if args.text else count_units(args.input, input_format) if is_counted_first(args.input) else None
     )
     check_output(args.output, args.svg, args.input)
     output_format = output_format_of(args, input_format)

@@ -102,13 +102,16 @@ def until_input_error(units: Iterable[Unit], errors: list) -> Iterator[Unit]:
         errors.append(error)
 
 
-def is_regular_file(path: str) -> bool:
-    """Whether the input can be read twice (counted first, then parsed): a regular file. Standard input, a FIFO,
-    `/dev/stdin` or a shell's `<(...)` is read once, as it goes."""
+def is_counted_first(path: str) -> bool:
+    """Whether the input is read twice, counted before the model loads, then parsed: a regular file, or a path that
+    cannot be read (the count names the error before any work). Standard input, a FIFO, `/dev/stdin` or a shell's
+    `<(...)` is read once, as it goes."""
+    if path == STDIN:
+        return False
     try:
-        return path != STDIN and stat.S_ISREG(os.stat(path).st_mode)
+        return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
-        return False  # opening it says why, naming it
+        return True
 
 
 def count_units(path: str, input_format: str) -> int:
