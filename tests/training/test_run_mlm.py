@@ -578,6 +578,8 @@ PLACEHOLDERS = {
     "$TRAIN_S": "60",
     "$batch": "8",
     "$pruning": "parser",
+    "${teacher_a[@]}": "--teacher_trees runs/trees.jsonl --teacher_model structformer-ptb",
+    "${teacher_b[@]}": "--teacher_trees runs/trees.jsonl runs/a/teacher-structformer-ptb.jsonl",
 }
 
 
@@ -614,7 +616,7 @@ def documented_commands() -> list[tuple[str, list[str]]]:
         word = word.strip('"')
         return PLACEHOLDERS.get(word, word.replace("$seed", "1").replace("SEED", "1"))
 
-    return [(name, [substituted(word) for word in words]) for name, words in commands]
+    return [(name, [part for word in words for part in substituted(word).split()]) for name, words in commands]
 
 
 def test_the_documented_training_commands_still_parse(monkeypatch):
@@ -630,6 +632,8 @@ def test_the_documented_training_commands_still_parse(monkeypatch):
         "r2d2-ptb-training/device_run.sh",
         "r2d2-ptb-training/schedule_c.sh",
         "r2d2-ptb-training/teacher_run.sh",
+        "r2d2-ptb-training/students_run.sh",
+        "structformer-ptb-training/command_distill.txt",
     } <= {name for name, _ in commands}
     for name, words in commands:
         entry, default = (language_model, "structformer") if words[0].endswith("run_mlm.py") else (parser, "g2gtr")
