@@ -16,6 +16,7 @@ from hf_structure.pipelines.unsupervised_parsing import UnsupportedOptionError
 from hf_structure.structs.decoding import average_trees
 from hf_structure.training.teachers import write_trees
 from tests.helpers.hand_treebank import write_hand_treebank
+from tests.helpers.paths import FIXTURES
 from tests.helpers.tiny_models import save_tiny_model, save_tiny_r2d2
 
 
@@ -135,6 +136,8 @@ def test_evaluate_scores_an_ensemble_with_its_tie_break_and_ties_at_random(tmp_p
     main(["evaluate", "--treebank", str(treebank), "--trees", str(right)])
     alone = json.loads(capsys.readouterr().out)
     assert alone["sentence_f1"] == scores["right"]["sentence_f1"] and "members" not in alone
+    with pytest.raises(SystemExit, match="no gold constituents to score an ensemble"):
+        main(["evaluate", "--treebank", str(FIXTURES / "tiny.conllu"), "--trees", str(right), "--trees", str(left)])
     with pytest.raises(SystemExit, match="--record is for one model"):
         main(["evaluate", "--treebank", str(treebank), "--trees", str(right), "--trees", str(left), "--record"])
 

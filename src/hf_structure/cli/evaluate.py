@@ -157,6 +157,11 @@ def _evaluate_ensemble(args) -> None:
     from ..evaluation.scoring import evaluate_ensemble
 
     gold = _read_gold(args.treebank)
+    if not any(g.spans for g in gold):
+        raise fail(
+            "evaluate",
+            f"{args.treebank}: no gold constituents to score an ensemble's trees against (give a folder with mrg/)",
+        )
     device = check_device("evaluate", args.device) if args.device else None
     members: list[tuple[str, object]] = []
     for name in args.model or []:

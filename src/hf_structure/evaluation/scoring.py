@@ -110,6 +110,11 @@ def _checked_words(model, tokenizer, words, name: str, on_error: str) -> Sentenc
         return unparsable_sentence(words if isinstance(words, (list, tuple)) else [], name, error, on_error)
 
 
+def sentence_names(gold: Sequence[GoldSentence]) -> list[str]:
+    """How errors name the gold sentences: `sentence <k>` (from 1), with the file and line where known."""
+    return [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
+
+
 def reported_options(model) -> dict[str, dict]:
     """The other decodings the model's evaluation reports, by the suffix of their scores -> the `parse` options that
     give them: its config's `reported_options` (e.g. StructFormer's `{"argmax": {"head_decoding": "argmax",
@@ -129,7 +134,7 @@ def evaluate_model(
     (`uas_argmax`, `sentence_f1_chart` ...). `num_threads`, `on_batch`: as
     `parse_word_lists` (`parse_passes` passes over the sentences in all). A sentence the model cannot parse is left
     out of every score and named in `skipped` (see `parsed_sentences`)."""
-    names = [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
+    names = sentence_names(gold)
     gold, parses, skipped = parsed_sentences(
         gold,
         parse_word_lists(model, tokenizer, [g.words for g in gold], batch_size, num_threads, names, True, on_batch),
@@ -260,7 +265,7 @@ def evaluate_ensemble(
     (each model parses every sentence once)."""
     from ..structs.decoding import average_trees
 
-    names = [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
+    names = sentence_names(gold)
     words = [g.words for g in gold]
     member_parses = []
     for name, member in members:
