@@ -56,7 +56,6 @@ class TeacherArguments:
             "(structs.decoding.average_trees)."
         },
     )
-
     teacher_anneal_start: int | None = field(
         default=None,
         metadata={
