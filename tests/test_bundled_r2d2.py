@@ -1,6 +1,6 @@
-"""The bundled `r2d2-ptb` (issues #46 and #56), a model of constituents only: its short name reproduces pinned scores on a
-slice of the PTB dev sample with both tree decodings, its weights are stored as its rule says, and it parses through
-the pipeline, the command line, spaCy and its Hub export (where hf_structure cannot be imported)."""
+"""The bundled `r2d2-ptb` (issues #46 and #56), a model of constituents only: its short name reproduces pinned
+scores on a slice of the PTB dev sample with both tree decodings, its weights are stored as its rule says, and it
+parses through the pipeline, the command line, spaCy and its Hub export (where hf_structure cannot be imported)."""
 
 import json
 
