@@ -42,6 +42,16 @@ def broken_copy(good_folder, tmp_path, breakage: str):
         config[name] = value
         (folder / "config.json").write_text(json.dumps(config))
         return folder, rf"{folder / 'config.json'}: {name} must be an integer, got '{value}'"
+    if breakage == "missing-tensor":  # the parser head's first weight gone: it would load at random, parse nonsense
+        from safetensors.torch import load_file, save_file
+
+        weights = load_file(folder / "model.safetensors")
+        del weights["structformer.parser.distance_out.weight"]
+        save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+        return folder, (
+            f"{folder}: model.safetensors lacks structformer.parser.distance_out.weight, a weight of the "
+            "StructFormerForMaskedLM that config.json describes"
+        )
     if breakage == "unknown-model-type":
         config = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps({**config, "model_type": "no-such-model"}))
@@ -79,6 +89,7 @@ BREAKAGES = [
     "missing-shard",
     "width-not-a-number",
     "layers-as-a-string",
+    "missing-tensor",
 ]
 
 
@@ -113,6 +124,17 @@ def test_the_command_line_gives_one_line_and_status_1(good_folder, tmp_path, bre
         assert text.startswith(f"hf-structure {command[0]}: ") and "\n" not in text
         assert re.search(message, text), text
     assert capsys.readouterr().out == ""
+
+
+def test_a_config_setting_of_the_wrong_type_is_named_by_from_pretrained_too(good_folder, tmp_path):
+    """Loading without the folder check (the Auto classes, or a folder's own code with trust_remote_code=True) names
+    the setting, not `"abc" % 4`'s "not all arguments converted during string formatting"."""
+    from transformers import AutoConfig, AutoModel
+
+    folder, _ = broken_copy(good_folder, tmp_path, "width-not-a-number")
+    for load in (AutoConfig.from_pretrained, AutoModel.from_pretrained):
+        with pytest.raises(ValueError, match=r"^hidden_size must be an integer, got 'abc'$"):
+            load(folder)
 
 
 def test_a_good_folder_passes_and_a_hub_id_is_left_to_the_hub(good_folder):

@@ -120,55 +120,15 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
             f"{config_file}: model type {model_type!r} is not one hf_structure registers "
             f"({', '.join(sorted(MODEL_SPECS))}); a model that brings its own code needs trust_remote_code=True"
         )
-    if model_type in MODEL_SPECS:
-        _check_config_types(config_file, config, MODEL_SPECS[model_type].config_class)
+    spec = MODEL_SPECS.get(model_type)
+    model_config = _model_config(config_file, config, spec.config_class) if spec else None
     if tokenizer:
         _check_tokenizer_files(folder)
     weight_files = _check_weight_files(folder)
-    if model_type in MODEL_SPECS and weight_files:
-        _check_weight_shapes(config_file, config, MODEL_SPECS[model_type], weight_files)
+    if spec and weight_files:
+        _check_weights(config_file, config, model_config, spec.auto_classes[spec.parsing_class], weight_files)
     if tokenizer:
         _check_tokenizer_against_config(folder, config)
-
-
-_JSON_KINDS = {
-    bool: "true or false",
-    int: "an integer",
-    float: "a number",
-    str: "a string",
-    list: "a list",
-    tuple: "a list",
-}
-
-
-def _check_config_types(config_file: Path, config: dict, config_class, prefix: str = "") -> None:
-    """Each setting of config.json has the JSON type of its default in the config class, and so do the settings of
-    its nested configs (a parser's encoder, nested or, in older folders, at the top level): otherwise the model's
-    construction fails deep inside with a message that names no setting (`"abc" % 4`: "not all arguments converted
-    during string formatting"; transformers' strict configs: an error the command line does not expect)."""
-    import inspect
-
-    for sub_name, sub_class in (getattr(config_class, "sub_configs", None) or {}).items():
-        nested = config.get(sub_name)
-        if isinstance(nested, dict):
-            _check_config_types(config_file, nested, sub_class, f"{prefix}{sub_name}.")
-        else:
-            _check_config_types(config_file, config, sub_class, prefix)
-    for name, parameter in inspect.signature(config_class.__init__).parameters.items():
-        expected = type(parameter.default)
-        if name not in config or expected not in _JSON_KINDS:
-            continue
-        value = config[name]
-        if expected is bool:
-            valid = isinstance(value, bool)
-        elif expected is int:
-            valid = isinstance(value, int) and not isinstance(value, bool)
-        elif expected is float:
-            valid = isinstance(value, (int, float)) and not isinstance(value, bool)
-        else:
-            valid = isinstance(value, list if expected is tuple else expected)
-        if not valid:
-            raise ModelFolderError(f"{config_file}: {prefix}{name} must be {_JSON_KINDS[expected]}, got {value!r}")
 
 
 def _check_tokenizer_files(folder: Path) -> None:
@@ -230,42 +190,56 @@ def _check_weight_files(folder: Path) -> list[Path]:
     return weight_files
 
 
-def _check_weight_shapes(config_file: Path, config: dict, spec, weight_files: list[Path]) -> None:
-    """Each weight in the safetensors headers has the shape the config gives it, in the model type's parsing class
-    built on the meta device (no memory, a few milliseconds): otherwise transformers prints its load report and
-    raises an error whose message holds a traceback. Names the first mismatched weight with both shapes and, where
-    one setting explains them all, that setting (`_mismatched_setting`). A config its class refuses (a width
-    that is no multiple of the heads) is named by its file here too."""
-    from safetensors import safe_open
-
+def _model_config(config_file: Path, config: dict, config_class):
+    """The config of config.json, or the reason its class refuses it (a setting of the wrong JSON type, a width that
+    is no multiple of the heads) named by its file."""
     try:
-        model_config = spec.config_class.from_dict(config)
+        return config_class.from_dict(config)
     except ValueError as error:
         raise ModelFolderError(f"{config_file}: {error}") from None
+
+
+def _check_weights(config_file: Path, config: dict, model_config, model_class, weight_files: list[Path]) -> None:
+    """The safetensors headers hold every weight of `model_class` (the model type's parsing class, built on the
+    meta device: no memory, a few milliseconds) but those it ties to another, each with the shape the config gives
+    it. Otherwise transformers fills a missing weight at random (a parser head: trees at random, with no error) or,
+    for a shape, prints its load report and raises an error whose message holds a traceback. Names the first
+    missing weight, or the first mismatched one with both shapes and, where one setting explains them all, that
+    setting (`_mismatched_setting`)."""
+    import torch
+    from safetensors import safe_open
+
     stored = {}
     for weight_file in weight_files:
         with safe_open(weight_file, framework="pt") as weights:
             for name in weights.keys():
                 stored[name] = (weight_file.name, tuple(weights.get_slice(name).get_shape()))
-    model_class = spec.auto_classes[spec.parsing_class]
-    mismatches = _shape_mismatches(model_class, model_config, stored)
-    if not mismatches:
-        return
-    name, file_name, stored_shape, config_shape = mismatches[0]
-    setting = _mismatched_setting(model_class, model_config, config, stored, mismatches)
-    raise ModelFolderError(
-        f"{config_file.parent}: config.json does not match {file_name}: {name} is {list(stored_shape)} there, "
-        f"{list(config_shape)} by the config" + (f" ({setting})" if setting else "")
-    )
-
-
-def _shape_mismatches(model_class, model_config, stored: dict) -> list[tuple]:
-    """`(name, file name, stored shape, shape by the config)` of each stored weight whose shape differs from that of
-    `model_class(model_config)`. Weights the model does not have are left to transformers' loading."""
-    import torch
-
     with torch.device("meta"):
         model = model_class(model_config)
+    mismatches = _shape_mismatches(model, stored)
+    if mismatches:
+        name, file_name, stored_shape, config_shape = mismatches[0]
+        setting = _mismatched_setting(model_class, model_config, config, stored, mismatches)
+        raise ModelFolderError(
+            f"{config_file.parent}: config.json does not match {file_name}: {name} is {list(stored_shape)} there, "
+            f"{list(config_shape)} by the config" + (f" ({setting})" if setting else "")
+        )
+    prefix = f"{model.base_model_prefix}."
+    tied = set(getattr(model, "all_tied_weights_keys", None) or ())
+    for name in model.state_dict():
+        # A base model's checkpoint holds its weights without the prefix that a model with a head adds, and the
+        # other way round: transformers loads either way.
+        if name not in tied and not {name, name.removeprefix(prefix), prefix + name} & stored.keys():
+            files = " and ".join(weight_file.name for weight_file in weight_files)
+            raise ModelFolderError(
+                f"{config_file.parent}: {files} lacks {name}, a weight of the {type(model).__name__} that "
+                "config.json describes: the folder is incomplete or another model's; export or save it again"
+            )
+
+
+def _shape_mismatches(model, stored: dict) -> list[tuple]:
+    """`(name, file name, stored shape, shape by the config)` of each stored weight whose shape differs from that of
+    `model` (on the meta device). Weights the model does not have are left to transformers' loading."""
     expected = {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
     prefix = f"{model.base_model_prefix}."
     mismatches = []
@@ -284,6 +258,8 @@ def _mismatched_setting(model_class, model_config, config: dict, stored: dict, m
     None when no single setting does. Only runs once a folder is refused, so it may build a few models."""
     import copy
 
+    import torch
+
     changes = {
         (by_config, there)
         for _, _, stored_shape, config_shape in mismatches
@@ -300,7 +276,8 @@ def _mismatched_setting(model_class, model_config, config: dict, stored: dict, m
                 candidate = copy.deepcopy(model_config)
                 setattr(candidate if sub_name is None else getattr(candidate, sub_name), setting, there)
                 try:
-                    fits = not _shape_mismatches(model_class, candidate, stored)
+                    with torch.device("meta"):
+                        fits = not _shape_mismatches(model_class(candidate), stored)
                 except Exception:  # a size the model cannot be built with is not the one
                     continue
                 if fits:

@@ -20,6 +20,48 @@ PUNCTUATION_POLICIES = ("reattach", "keep")
 WORD_CONVENTIONS = ("ptb", "ud")
 
 
+# The JSON type a config.json setting must have, by the type of its default in the config class's `__init__`.
+JSON_KINDS = MappingProxyType(
+    {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", tuple: "a list"}
+)
+
+
+def mistyped_setting(config_dict: dict, config_class, prefix: str = "") -> str | None:
+    """What is wrong with the first setting of `config_dict` (a config.json's) whose JSON type is not that of its
+    default in `config_class`, or in one of its nested configs (a parser's encoder, nested or, in older folders, at
+    the top level); None when every one fits. Otherwise the model's construction fails deep inside with a message
+    that names no setting (`"abc" % 4`: "not all arguments converted during string formatting")."""
+    import inspect
+
+    for sub_name, sub_class in (getattr(config_class, "sub_configs", None) or {}).items():
+        nested = config_dict.get(sub_name)
+        found = mistyped_setting(
+            *(
+                (nested, sub_class, f"{prefix}{sub_name}.")
+                if isinstance(nested, dict)
+                else (config_dict, sub_class, prefix)
+            )
+        )
+        if found:
+            return found
+    for name, parameter in inspect.signature(config_class.__init__).parameters.items():
+        expected = type(parameter.default)
+        if name not in config_dict or expected not in JSON_KINDS:
+            continue
+        value = config_dict[name]
+        if expected is bool:
+            valid = isinstance(value, bool)
+        elif expected is int:
+            valid = isinstance(value, int) and not isinstance(value, bool)
+        elif expected is float:
+            valid = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            valid = isinstance(value, (list, tuple) if expected in (list, tuple) else expected)  # a tuple from Python
+        if not valid:
+            return f"{prefix}{name} must be {JSON_KINDS[expected]}, got {value!r}"
+    return None
+
+
 def _installed_pipeline_registered() -> bool:
     from transformers.pipelines import PIPELINE_REGISTRY
 
@@ -60,6 +102,15 @@ class StructureConfig(PreTrainedConfig):
             # demand trust_remote_code=True) is not announced.
             kwargs.pop("custom_pipelines")
         super().__init__(**kwargs)
+
+    @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs):
+        """The config of a config.json's settings (as `PreTrainedConfig.from_dict`), each first checked to have its
+        default's JSON type (`mistyped_setting`): ValueError naming the first that does not."""
+        mistyped = mistyped_setting(config_dict, cls)
+        if mistyped:
+            raise ValueError(mistyped)
+        return super().from_dict(config_dict, **kwargs)
 
 
 # The settings of a supervised parser's pretrained BERT encoder, which folders saved before the encoder became the
