@@ -257,6 +257,16 @@ def test_installed_pipeline_needs_no_remote_code(exported, expected):
     assert normalise(parser(TEXT)[0]) == expected["pipeline"]
 
 
+@pytest.mark.parametrize("trust_remote_code", [True, False])
+def test_the_documented_route_without_a_task_works_with_hf_structure_imported(exported, expected, trust_remote_code):
+    """docs/publishing.md's `pipeline(model=folder, trust_remote_code=True)`: the task comes from config.json's
+    custom_pipelines, which the registered config classes drop, so it used to reach the Hub ("Repo id must be...")."""
+    from transformers import pipeline
+
+    parser = pipeline(model=str(exported), trust_remote_code=trust_remote_code)
+    assert normalise(parser(TEXT)[0]) == expected["pipeline"]
+
+
 # ------------------------------------------------------------------------------------------------------ model card
 
 

@@ -3,6 +3,8 @@ and the Auto classes' `from_pretrained` take the bundled short names (`pipeline(
 model="structformer-ptb")`, `AutoModel.from_pretrained("g2gtr-ewt")`) without a Hub lookup."""
 
 import functools
+import json
+import os
 
 import transformers
 from transformers import AutoModel
@@ -36,13 +38,18 @@ PIPELINE_REGISTRY.register_pipeline(
 def _resolving_short_names(pipeline_factory):
     """`transformers.pipeline` with bundled short names given as `model`, `config` or `tokenizer` replaced by their
     folders, and for this package's task an unknown bare model name refused (`resolve_model_path`) and a model folder
-    checked (`check_model_folder`) and loaded without transformers' per-tensor bars (`quiet_weight_files`);
-    everything else passes through unchanged."""
+    checked (`check_model_folder`) and loaded without transformers' per-tensor bars (`quiet_weight_files`). Without
+    a task, a folder whose config.json announces this package's task (`custom_pipelines`) gets it, as transformers
+    infers it where hf_structure is not imported; everything else passes through unchanged."""
     if getattr(pipeline_factory, _WRAPPED_MARKER, False):
         return pipeline_factory
 
     @functools.wraps(pipeline_factory)
     def pipeline(*args, **kwargs):
+        if not args and kwargs.get("task") is None and _announces_the_task(kwargs.get("model")):
+            # The registered config classes drop `custom_pipelines` once this module is imported (the registered
+            # pipeline serves the task), which leaves transformers nothing to infer it from but a Hub lookup.
+            kwargs["task"] = TASK
         names = bundled_checkpoints()
         # Only for this task is a bare name one of this package's short names; other tasks keep the Hub's bare ids
         # (`bert-base-uncased`).
@@ -68,6 +75,19 @@ def _resolving_short_names(pipeline_factory):
 
     setattr(pipeline, _WRAPPED_MARKER, True)
     return pipeline
+
+
+def _announces_the_task(model) -> bool:
+    """`model` is a local folder whose config.json names this package's task in `custom_pipelines`."""
+    if not isinstance(model, str) or not os.path.isdir(model):
+        return False
+    try:
+        with open(os.path.join(model, "config.json"), encoding="utf-8") as config_file:
+            config = json.load(config_file)
+    except (OSError, ValueError):
+        return False  # the folder check names what is wrong once the task is given
+    custom_pipelines = config.get("custom_pipelines") if isinstance(config, dict) else None
+    return isinstance(custom_pipelines, dict) and TASK in custom_pipelines
 
 
 # `from transformers import pipeline` made after `import hf_structure` gets the resolving version too.
