@@ -272,6 +272,32 @@ def test_an_unknown_bare_name_is_refused_with_the_bundled_names_and_never_reache
     assert resolve_model_path("org/does-not-exist") == "org/does-not-exist"
 
 
+def test_a_missing_path_that_cannot_be_a_hub_id_is_named_and_never_reaches_the_hub(monkeypatch, tmp_path):
+    """An absolute path, `./x`, `~/x` or `a/b/c` is no Hub id: a missing one used to end in transformers' "Repo id
+    must be in the form..." (#57)."""
+    import socket
+
+    from transformers import pipeline
+
+    from hf_structure.pipelines import TASK
+
+    def no_network(*args):
+        raise AssertionError("a network connection was attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    (tmp_path / "my-model").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for name, expected in [
+        (str(tmp_path / "my-modle"), rf"it does not exist \(did you mean '{tmp_path / 'my-model'}'\?\)$"),
+        (str(tmp_path / "no/such/folder"), f"{tmp_path / 'no/such'} does not exist$"),
+        ("./gone", "it does not exist$"),
+        ("runs/gone/checkpoint-4", "runs/gone does not exist$"),
+    ]:
+        for resolve in (resolve_model_path, lambda name: pipeline(TASK, model=name)):
+            with pytest.raises(ValueError, match=rf"^no model folder {name}: {expected}"):
+                resolve(name)
+
+
 def test_the_default_pipeline_parses_each_of_the_first_2000_ewt_dev_lines_as_raw_text():
     from transformers import pipeline
 

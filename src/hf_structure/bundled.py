@@ -58,13 +58,22 @@ def resolve_model_path(name_or_path: str | Path) -> str:
     """A bundled checkpoint's folder for its short name; anything else as given (a folder or a Hub repo id).
     A folder of the same name in the working directory wins over a short name. A bare name (no `/`) that is neither
     a folder nor bundled raises ValueError naming the bundled models: it is taken for a mistyped short name, so it
-    never reaches the Hub, whose lookup of it would end in a long, unrelated error."""
+    never reaches the Hub, whose lookup of it would end in a long, unrelated error. Nor does a missing path that
+    cannot be a Hub id (absolute, `./`, `~`, more than one `/`): ValueError naming it ("Repo id must be in the form
+    ..." otherwise)."""
     name_or_path = str(name_or_path)
     folder = bundled_folder(name_or_path)
     if folder is not None:
         return str(folder)
-    if Path(name_or_path).exists():
+    path = Path(name_or_path).expanduser()
+    if path.exists():
         return name_or_path
+    if path.is_absolute() or name_or_path.startswith((".", "~")) or name_or_path.count("/") > 1 or "\\" in name_or_path:
+        siblings = [child.name for child in path.parent.iterdir()] if path.parent.is_dir() else []
+        closest = difflib.get_close_matches(path.name, siblings, n=1)
+        hint = f" (did you mean {str(path.parent / closest[0])!r}?)" if closest else ""
+        missing = "it does not exist" if path.parent.is_dir() else f"{path.parent} does not exist"
+        raise ValueError(f"no model folder {name_or_path}: {missing}{hint}")
     if "/" not in name_or_path:
         names = sorted(bundled_checkpoints())
         closest = difflib.get_close_matches(name_or_path, names, n=1)
