@@ -5,6 +5,7 @@ that the registered model types declare (`ModelSpec.tiny_models`), each checked 
 `parse_outputs`: heads and labels, constituents, or both)."""
 
 import functools
+import re
 import shutil
 
 import pytest
@@ -157,6 +158,74 @@ def test_a_model_stored_in_half_precision_is_saved_in_half_precision(tiny_folder
     saved = load_file(tmp_path / "pipeline" / "hf_structure" / "model" / "model.safetensors")
     assert {tensor.dtype for tensor in saved.values()} == {torch.float16}
     assert [parsed(doc) for doc in spacy.load(tmp_path / "pipeline").pipe(TEXTS)] == before
+
+
+def files(folder):
+    """Each file under `folder` (its path within it) and its size."""
+    return {str(file.relative_to(folder)): file.stat().st_size for file in folder.rglob("*") if file.is_file()}
+
+
+def test_a_loaded_pipeline_saved_into_its_own_folder_is_saved_as_it_was(tiny_folder, tmp_path):
+    """Its model was loaded from the folder's weights (half precision here, as the bundled parsers are): saved again
+    they keep their size (they were saved as float32, twice it, when their precision was read from the file just
+    overwritten), and the loaded model's memory-mapped weights are not written over: a new file replaces them."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(tiny_folder("arc_hybrid"), tmp_path / "model")
+    weights = tmp_path / "model" / "model.safetensors"
+    save_file({name: tensor.half() for name, tensor in load_file(weights).items()}, weights, metadata={"format": "pt"})
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": str(tmp_path / "model"), "save_model": True})
+    before = [parsed(doc) for doc in nlp.pipe(TEXTS)]
+    folder = tmp_path / "pipeline" / "hf_structure"
+    nlp.to_disk(tmp_path / "pipeline")
+    saved, inode = files(folder), (folder / "model" / "model.safetensors").stat().st_ino
+    loaded = spacy.load(tmp_path / "pipeline")
+    loaded.to_disk(tmp_path / "pipeline")
+    # The same files, the weights the same size (source.json now names this folder; the tokenizer's config may gain
+    # the padding settings that parsing left in tokenizer.json).
+    assert files(folder).keys() == saved.keys()
+    assert files(folder)["model/model.safetensors"] == saved["model/model.safetensors"]
+    assert (folder / "model" / "model.safetensors").stat().st_ino != inode
+    assert [parsed(doc) for doc in loaded.pipe(TEXTS)] == before
+    assert [parsed(doc) for doc in spacy.load(tmp_path / "pipeline").pipe(TEXTS)] == before
+
+
+@pytest.mark.parametrize("old", ["arc_hybrid", "g2gtr"])
+def test_saving_over_another_models_pipeline_leaves_only_the_new_models_files(old, tiny_folder, tmp_path):
+    """The component's `model/` is replaced whole (no other model's code or weights left in it); a file of the
+    user's beside it stays. Saved without the model, the earlier one goes."""
+    for name, folder in (("structformer", "fresh"), (old, "pipeline")):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("hf_structure", config={"model": tiny_folder(name), "save_model": True})
+        nlp.to_disk(tmp_path / folder)
+    (tmp_path / "pipeline" / "hf_structure" / "notes.txt").write_text("the user's")
+    nlp = spacy.load(tmp_path / "fresh")
+    before = [parsed(doc) for doc in nlp.pipe(TEXTS)]
+    nlp.to_disk(tmp_path / "pipeline")
+    assert files(tmp_path / "pipeline" / "hf_structure" / "model") == files(
+        tmp_path / "fresh" / "hf_structure" / "model"
+    )
+    assert (tmp_path / "pipeline" / "hf_structure" / "notes.txt").read_text() == "the user's"
+    assert [parsed(doc) for doc in spacy.load(tmp_path / "pipeline").pipe(TEXTS)] == before
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder(old)})
+    nlp.to_disk(tmp_path / "pipeline")
+    assert sorted(path.name for path in (tmp_path / "pipeline" / "hf_structure").iterdir()) == [
+        "notes.txt",
+        "source.json",
+    ]
+
+
+def test_a_truncated_source_json_is_named(tiny_folder, tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder("structformer")})
+    nlp.to_disk(tmp_path / "pipeline")
+    source = tmp_path / "pipeline" / "hf_structure" / "source.json"
+    source.write_text(source.read_text()[:20])
+    message = rf"{re.escape(str(source))} is not valid JSON \(line \d+, column \d+\): .+; save the pipeline again"
+    with pytest.raises(ValueError, match=message):
+        spacy.load(tmp_path / "pipeline")
 
 
 def test_a_bundled_model_is_saved_by_its_name(tmp_path):

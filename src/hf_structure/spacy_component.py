@@ -22,11 +22,15 @@ The model loads when the component first parses (`component.parser`: the transfo
 pipeline that `spacy.load` reads. `nlp.to_disk(path)` writes in the component's folder where the model comes from: a
 bundled short name or Hub id as given, a folder by its absolute path. With the setting `save_model=True` it also
 saves the model itself there (`save_pretrained`: weights, config and tokenizer, the weights in the precision they are
-stored in), so that the saved pipeline needs nothing else. `spacy.load(path)` parses with the model so named or
+stored in), so that the saved pipeline needs nothing else; saving over a folder replaces its `model/` whole (only
+that subfolder, ours: files of the user's beside it stay). `spacy.load(path)` parses with the model so named or
 saved, unless its config is given another `model`. The setting `quantize="int8"` parses with the encoder on int8
 (the pipeline's option: on the CPU, for the dependency parsers); the saved model stays as stored.
 """
 
+import json
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import cast
@@ -35,9 +39,8 @@ import srsly
 from spacy import util
 from spacy.tokens import Doc, Span
 from thinc.types import Ints2d
-from transformers import PreTrainedTokenizerBase
 
-from .bundled import quiet_weight_files, resolve_model_path
+from .bundled import load_model_and_tokenizer, quiet_weight_files, resolve_model_path
 from .pipelines import load_parser
 from .pipelines.unsupervised_parsing import UnsupervisedParsingPipeline, accepted_options
 from .pipelines.word_tokenization import sentence_offsets
@@ -86,20 +89,30 @@ class StructureParser:
         yield from self._parse(batch)
 
     def to_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> None:
-        """Write where the model comes from (`source.json`) and, with `save_model`, the model itself (`model/`)."""
+        """Write where the model comes from (`source.json`) and, with `save_model`, the model itself (`model/`, in
+        place of any earlier one). Without it, an earlier `model/` goes, unless the model loads from it."""
         saves_model = self.save_model and MODEL_FOLDER not in exclude
         source = {"model": self.model_name_or_path, "location": self.model_location, "saved": saves_model}
         writers = {SOURCE_FILE: lambda file: srsly.write_json(file, source)}
         if saves_model:
             writers[MODEL_FOLDER] = self._save_model
         util.to_disk(path, writers, exclude)
+        stale = Path(path) / MODEL_FOLDER
+        if not saves_model and stale.is_dir() and stale.resolve() != Path(self.model_location).resolve():
+            shutil.rmtree(stale)  # another model's weights, which source.json no longer names
 
     def from_disk(self, path: str | Path, *, exclude: Iterable[str] = ()) -> "StructureParser":
         """Load the model `to_disk` wrote down, unless this component's config names another model. As with spaCy's
         own components, the loaded pipeline reads nothing more from its folder."""
 
         def read_source(file: Path) -> None:
-            source = srsly.read_json(file)
+            try:
+                source = json.loads(file.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as error:
+                raise ValueError(
+                    f"{file} is not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}; "
+                    "save the pipeline again"
+                ) from None
             if source["model"] != self.model_name_or_path:
                 return  # `spacy.load(path, config=...)` named another model: that one loads
             saved = file.parent.resolve() / MODEL_FOLDER
@@ -113,16 +126,32 @@ class StructureParser:
         return load_parser(self.model_location, num_threads=self.num_threads, quantize=self.quantize)
 
     def _save_model(self, folder: Path) -> None:
+        """Save the model in a new folder beside `folder`, then put it in `folder`'s place. Writing into `folder`
+        itself would leave another model's files there (its code, its shards), and, where the model was loaded from
+        `folder`, overwrite the weights it reads (safetensors are memory-mapped) and the file whose precision the
+        saved weights keep. The old folder is moved away only once the new one is complete."""
         from .hub.export import keep_stored_precision
 
-        # The model as stored: a quantized one is the component's own, made when it loads.
-        parser = load_parser(self.model_location) if self.quantize else self.parser
-        with quiet_weight_files():
-            parser.model.save_pretrained(folder)
-        cast(PreTrainedTokenizerBase, parser.tokenizer).save_pretrained(folder)
-        # Weights stored in half precision (the bundled parsers) load in float32: saved as stored, not twice the size.
-        stored = Path(resolve_model_path(self.model_location)) / "model.safetensors"
-        keep_stored_precision(stored, folder / "model.safetensors")
+        # The model as stored, in its parsing class: the pipeline's model may be quantized (made when it loads) or a
+        # base model without the checkpoint's language-model head (StructFormer's, R2D2's), which loading refuses.
+        model, tokenizer = load_model_and_tokenizer(self.model_location)
+        # Beside `folder`, so that renaming is no copy; deleted at the end, with the old model or a failed save's.
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-saving-", dir=folder.parent))
+        try:
+            new = staging / "new"
+            with quiet_weight_files():
+                model.save_pretrained(new)
+            tokenizer.save_pretrained(new)
+            # Weights stored in half precision (the bundled parsers) load in float32: saved as stored, not twice the
+            # size. The stored file is still the one the model came from, even when that is `folder`'s.
+            stored = Path(resolve_model_path(self.model_location)) / "model.safetensors"
+            keep_stored_precision(stored, new / "model.safetensors")
+            if folder.exists():
+                folder.rename(staging / "old")
+            new.rename(folder)
+        finally:
+            # Unlinking a memory-mapped file leaves the mapping valid: a model loaded from the old folder still parses.
+            shutil.rmtree(staging)
 
     def _parse(self, docs: list[Doc]) -> list[Doc]:
         structures = accepted_options(self.parser.model)["structures"]
