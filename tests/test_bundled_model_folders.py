@@ -50,7 +50,7 @@ def broken_copy(good_folder, tmp_path, breakage: str):
         save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
         return folder, (
             f"{folder}: model.safetensors lacks structformer.parser.distance_out.weight, a weight of the "
-            "StructFormerForMaskedLM that config.json describes"
+            "StructFormer(Model|ForMaskedLM) that config.json describes"
         )
     if breakage == "unknown-model-type":
         config = json.loads((folder / "config.json").read_text())
@@ -135,6 +135,22 @@ def test_a_config_setting_of_the_wrong_type_is_named_by_from_pretrained_too(good
     for load in (AutoConfig.from_pretrained, AutoModel.from_pretrained):
         with pytest.raises(ValueError, match=r"^hidden_size must be an integer, got 'abc'$"):
             load(folder)
+
+
+def test_a_folder_without_the_masked_lm_head_parses_but_is_no_language_model(good_folder, tmp_path):
+    """The pipeline loads AutoModel, which has no masked-LM head: a folder saved from it parses. Evaluation loads the
+    parsing class, whose head gives the perplexity: there, a missing one would be random, so it is refused."""
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "base-model"
+    shutil.copytree(good_folder, folder)
+    weights = load_file(folder / "model.safetensors")
+    del weights["output_bias"]
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    assert load_parser(str(folder))("a dog ran")[0]["spans"]
+    message = f"{folder}: model.safetensors lacks output_bias, a weight of the StructFormerForMaskedLM"
+    with pytest.raises(ModelFolderError, match=f"^{message}"):
+        load_model_and_tokenizer(str(folder))
 
 
 def test_a_good_folder_passes_and_a_hub_id_is_left_to_the_hub(good_folder):

@@ -97,7 +97,9 @@ WEIGHT_FILES = (
 )
 
 
-def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokenizer: bool = True) -> None:
+def check_model_folder(
+    path: str | Path, trust_remote_code: bool = False, tokenizer: bool = True, auto_class: str | None = "AutoModel"
+) -> None:
     """Refuse a local model folder that would not load as a parser, before transformers loads it: without this a
     folder missing its tokenizer.json loads an empty tokenizer that turns every word into the unknown piece
     (a BertTokenizer built from `tokenizer_config.json` alone) or asks for sentencepiece, a truncated weights file
@@ -106,7 +108,9 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
     a traceback, and another model's tokenizer fails every sentence with an error that blames the sentence.
     Reads `config.json`, the tokenizer's files and the safetensors headers only, and builds the model on the meta
     device (no network, no weights). A Hub id (not a folder here) is left to the Hub. `tokenizer=False` when the
-    caller gives its own tokenizer."""
+    caller gives its own tokenizer. `auto_class`: what the caller loads, whose weights the folder must hold (the
+    pipeline: AutoModel; None, as evaluation: the model type's parsing class, with a masked-LM head for
+    perplexity)."""
     from .registry import MODEL_SPECS
 
     folder = Path(path)
@@ -135,7 +139,7 @@ def check_model_folder(path: str | Path, trust_remote_code: bool = False, tokeni
         _check_tokenizer_files(folder)
     weight_files = _check_weight_files(folder)
     if spec and weight_files:
-        _check_weights(config_file, config, model_config, spec.auto_classes[spec.parsing_class], weight_files)
+        _check_weights(config_file, config, model_config, spec, auto_class or spec.parsing_class, weight_files)
     if tokenizer:
         _check_tokenizer_against_config(folder, config)
 
@@ -208,13 +212,13 @@ def _model_config(config_file: Path, config: dict, config_class):
         raise ModelFolderError(f"{config_file}: {error}") from None
 
 
-def _check_weights(config_file: Path, config: dict, model_config, model_class, weight_files: list[Path]) -> None:
-    """The safetensors headers hold every weight of `model_class` (the model type's parsing class, built on the
-    meta device: no memory, a few milliseconds) but those it ties to another, each with the shape the config gives
-    it. Otherwise transformers fills a missing weight at random (a parser head: trees at random, with no error) or,
-    for a shape, prints its load report and raises an error whose message holds a traceback. Names the first
-    missing weight, or the first mismatched one with both shapes and, where one setting explains them all, that
-    setting (`_mismatched_setting`)."""
+def _check_weights(config_file: Path, config: dict, model_config, spec, auto_class: str, weight_files: list[Path]):
+    """The safetensors headers hold every weight of the model type's `auto_class` but those it ties to another, each
+    with the shape the config gives it in the parsing class (the models built on the meta device: no memory, a few
+    milliseconds). Otherwise transformers fills a missing weight at random (a parser head: trees at random, with no
+    error) or, for a shape, prints its load report and raises an error whose message holds a traceback. Names the
+    first mismatched weight with both shapes and, where one setting explains them all, that setting
+    (`_mismatched_setting`), or the first missing one as the folder would hold it."""
     import torch
     from safetensors import safe_open
 
@@ -223,25 +227,29 @@ def _check_weights(config_file: Path, config: dict, model_config, model_class, w
         with safe_open(weight_file, framework="pt") as weights:
             for name in weights.keys():
                 stored[name] = (weight_file.name, tuple(weights.get_slice(name).get_shape()))
+    parsing_class, required_class = spec.auto_classes[spec.parsing_class], spec.auto_classes[auto_class]
     with torch.device("meta"):
-        model = model_class(model_config)
+        model = parsing_class(model_config)
+        required = model if required_class is parsing_class else required_class(model_config)
     mismatches = _shape_mismatches(model, stored)
     if mismatches:
         name, file_name, stored_shape, config_shape = mismatches[0]
-        setting = _mismatched_setting(model_class, model_config, config, stored, mismatches)
+        setting = _mismatched_setting(parsing_class, model_config, config, stored, mismatches)
         raise ModelFolderError(
             f"{config_file.parent}: config.json does not match {file_name}: {name} is {list(stored_shape)} there, "
             f"{list(config_shape)} by the config" + (f" ({setting})" if setting else "")
         )
     prefix = f"{model.base_model_prefix}."
-    tied = set(getattr(model, "all_tied_weights_keys", None) or ())
-    for name in model.state_dict():
+    prefixed = any(name.startswith(prefix) for name in stored)
+    tied = set(getattr(required, "all_tied_weights_keys", None) or ())
+    for name in required.state_dict():
         # A base model's checkpoint holds its weights without the prefix that a model with a head adds, and the
         # other way round: transformers loads either way.
         if name not in tied and not {name, name.removeprefix(prefix), prefix + name} & stored.keys():
+            as_stored = prefix + name if prefixed and required is not model else name  # a base model's weight
             files = " and ".join(weight_file.name for weight_file in weight_files)
             raise ModelFolderError(
-                f"{config_file.parent}: {files} lacks {name}, a weight of the {type(model).__name__} that "
+                f"{config_file.parent}: {files} lacks {as_stored}, a weight of the {type(required).__name__} that "
                 "config.json describes: the folder is incomplete or another model's; export or save it again"
             )
 
@@ -405,7 +413,7 @@ def load_model_and_tokenizer(name_or_path: str = DEFAULT_MODEL):
     from .registry import model_spec
 
     path = resolve_model_path(name_or_path)
-    check_model_folder(path)
+    check_model_folder(path, auto_class=None)
     config = transformers.AutoConfig.from_pretrained(path)
     auto_class = getattr(transformers, model_spec(config.model_type).parsing_class)
     with quiet_weight_files():
