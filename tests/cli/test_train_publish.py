@@ -6,6 +6,7 @@ tests/hub/test_export_precision.py)."""
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ import pytest
 
 from hf_structure import cli
 from hf_structure.cli.train_publish import train
+from tests.helpers.filesystems import small_tmpfs
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import CORPUS, save_tiny_model
 from tests.helpers.tiny_treebank import SENTENCES, conllu_text
@@ -232,6 +234,20 @@ def training_data(command: str, tmp_path, bert_folder) -> list[str]:
     return ["--model_type", "arc_hybrid", "--encoder", str(bert_folder), "--train_file", str(treebank)]
 
 
+def in_child_process(command: str, arguments: list[str]) -> subprocess.CompletedProcess:
+    """`hf-structure command arguments` run as the user runs it, its output captured."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    return subprocess.run(
+        [sys.executable, "-m", "hf_structure.cli", command, *arguments],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @pytest.mark.parametrize("command", ["train-lm", "train-parser"])
 def test_training_into_a_folder_that_holds_a_model_is_refused_in_one_line_leaving_it_untouched(
     command, tmp_path, bert_folder
@@ -239,16 +255,7 @@ def test_training_into_a_folder_that_holds_a_model_is_refused_in_one_line_leavin
     model = save_tiny_model(tmp_path / "model")  # config.json and model.safetensors, no checkpoint
     before = {path.name: path.read_bytes() for path in model.iterdir()}
     arguments = [*training_data(command, tmp_path, bert_folder), "--do_train", "--max_steps", "1", *QUIET]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
-    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "hf_structure.cli", command, *arguments, "--output_dir", str(model)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    done = in_child_process(command, [*arguments, "--output_dir", str(model)])
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.stderr.strip().splitlines()[-1] == (
         f"hf-structure {command}: --output_dir {model} holds a trained model; give another folder, or "
@@ -280,6 +287,146 @@ def test_the_same_training_command_resumes_from_its_last_checkpoint(command, tmp
     cli.main(again)
     record = json.loads((out / "hf_structure_training.json").read_text())
     assert record["steps"] == 2 and record["notes"].startswith("resumed from checkpoint-2;")
+
+
+FULL = "No space left on device while saving"
+ELSEWHERE = "free space or choose another --output_dir"
+
+
+def lm_checkpoint_run(tmp_path, out, *options: str) -> list[str]:
+    """`train-lm` fine-tuning a tiny StructFormer for 3 steps into `out`, a checkpoint each step unless `options`
+    say otherwise. Sizes on disk: the weights 260 KB, the model's code and tokenizer 80 KB more, a checkpoint 0.9 MB
+    (its optimiser's state 560 KB)."""
+    text = tmp_path / "domain.txt"
+    text.write_text("\n".join(CORPUS * 4) + "\n")
+    base = tmp_path / "base"
+    if not base.exists():
+        save_tiny_model(base)
+    return [
+        "train-lm",
+        *("--model_name_or_path", str(base), "--train_file", str(text), "--validation_file", str(text)),
+        *("--do_train", "--max_steps", "3", "--save_steps", "1", "--per_device_train_batch_size", "4"),
+        *("--output_dir", str(out), *QUIET, *options),
+    ]
+
+
+def test_a_full_disk_during_a_checkpoint_save_is_one_line_and_the_same_command_resumes_from_the_last_whole_one(
+    tmp_path, caplog, one_thread
+):
+    """The disk fills while checkpoint-2's weights are written (safetensors' own error): one line naming the
+    checkpoint, no traceback. Once there is room, the same command passes over the half-written checkpoint-2 and
+    continues from checkpoint-1."""
+    with small_tmpfs(tmp_path / "small", "1200k") as small:  # room for checkpoint-1 alone
+        out = small / "out"
+        command = lm_checkpoint_run(tmp_path, out)
+        done = in_child_process(command[0], command[1:])
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"hf-structure train-lm: {FULL} checkpoint-2 to {out / 'checkpoint-2'}; {ELSEWHERE}"
+        )
+        subprocess.run(["mount", "-o", "remount,size=4m", str(small)], check=True)  # space freed
+        caplog.set_level(logging.INFO, logger="hf_structure.training.trainer")
+        cli.main(command)
+        assert f"passing over {out / 'checkpoint-2'}, not a whole checkpoint: no trainer_state.json" in caplog.text
+        record = json.loads((out / "hf_structure_training.json").read_text())
+        assert record["steps"] == 3 and record["notes"].startswith("resumed from checkpoint-1;")
+
+
+@pytest.mark.parametrize(
+    "size, read_only, options, message",
+    [
+        # The weights fit, then torch's writer of the optimiser's state fails with an error that has lost the errno.
+        ("500k", False, [], f"{FULL} checkpoint-1 to {{out}}/checkpoint-1; {ELSEWHERE}"),
+        ("200k", False, ["--save_strategy", "no"], f"{FULL} the trained model to {{out}}; {ELSEWHERE}"),
+        (
+            "64k",
+            True,
+            [],
+            "Read-only file system while saving checkpoint-1 to {out}/checkpoint-1; choose another --output_dir",
+        ),
+    ],
+    ids=["checkpoint", "final-model", "read-only"],
+)
+def test_a_save_the_file_system_refuses_is_one_line_naming_what_and_where(
+    size, read_only, options, message, tmp_path, one_thread
+):
+    with small_tmpfs(tmp_path / "small", size, read_only=read_only) as small:
+        out = small if read_only else small / "out"
+        with pytest.raises(SystemExit, match=f"^{re.escape(f'hf-structure train-lm: {message.format(out=out)}')}$"):
+            cli.main(lm_checkpoint_run(tmp_path, out, *options))
+
+
+@pytest.mark.parametrize("command", ["train-lm", "train-parser"])
+def test_a_checkpoint_whose_weights_are_gone_is_passed_over_for_the_last_whole_one(
+    command, tmp_path, bert_folder, caplog, one_thread
+):
+    out = tmp_path / "out"
+    again = [
+        command,
+        *training_data(command, tmp_path, bert_folder),
+        *("--do_train", "--max_steps", "2", "--save_steps", "1", "--per_device_train_batch_size", "4"),
+        *("--output_dir", str(out), *QUIET),
+    ]
+    cli.main(again)
+    (out / "checkpoint-2" / "model.safetensors").unlink()
+    caplog.set_level(logging.INFO, logger="hf_structure.training.trainer")
+    cli.main(again)
+    assert f"passing over {out / 'checkpoint-2'}, not a whole checkpoint: no model.safetensors" in caplog.text
+    assert f"resuming from the last checkpoint in the output folder: {out / 'checkpoint-1'}" in caplog.text
+    record = json.loads((out / "hf_structure_training.json").read_text())
+    assert record["steps"] == 2 and record["notes"].startswith("resumed from checkpoint-1;")
+
+
+@pytest.mark.parametrize("command", ["train-lm", "train-parser"])
+def test_resuming_from_a_missing_or_broken_checkpoint_is_one_line_before_training(command, tmp_path, bert_folder):
+    arguments = [*training_data(command, tmp_path, bert_folder), "--do_train", "--max_steps", "1", *QUIET]
+    arguments += ["--output_dir", str(tmp_path / "out")]
+    missing = tmp_path / "runs" / "checkpoint-9"
+    with pytest.raises(
+        SystemExit,
+        match=f"^hf-structure {command}: --resume_from_checkpoint {re.escape(str(missing))}: no such folder$",
+    ):
+        cli.main([command, *arguments, "--resume_from_checkpoint", str(missing)])
+    broken = tmp_path / "checkpoint-4"
+    broken.mkdir()
+    (broken / "trainer_state.json").write_text("{}")
+    with pytest.raises(
+        SystemExit,
+        match=f"^hf-structure {command}: --resume_from_checkpoint {re.escape(str(broken))} is not a whole "
+        "checkpoint: no model.safetensors$",
+    ):
+        cli.main([command, *arguments, "--resume_from_checkpoint", str(broken)])
+    assert not (tmp_path / "out").exists()
+
+
+def test_train_lm_that_neither_trains_nor_evaluates_is_refused_in_one_line(tmp_path):
+    with pytest.raises(SystemExit, match="^hf-structure train-lm: nothing to do: give --do_train, --do_eval or both$"):
+        cli.main(["train-lm", "--max_steps", "1", "--output_dir", str(tmp_path / "out"), *QUIET])
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_teacher_without_a_tree_for_a_training_sentence_is_one_line(tmp_path):
+    from hf_structure.training.teachers import write_trees
+    from tests.training.test_run_mlm import TINY_R2D2
+
+    teacher = tmp_path / "few.jsonl"
+    write_trees(teacher, [["a", "b"]], [[(0, 2)]])
+    text = tmp_path / "domain.txt"
+    text.write_text("\n".join(CORPUS) + "\n")
+    with pytest.raises(
+        SystemExit,
+        match=rf"^hf-structure train-lm: {re.escape(str(teacher))}: no tree for sentence 1 "
+        r"\('the old man sat on the bench'\)$",
+    ):
+        cli.main(
+            [
+                "train-lm",
+                *TINY_R2D2,
+                *("--pruning", "parser", "--config_overrides", "parser_num_layers=1,parser_hidden_size=16"),
+                *("--teacher_trees", str(teacher), "--train_file", str(text), "--validation_file", str(text)),
+                *("--do_train", "--max_steps", "1", "--output_dir", str(tmp_path / "out"), *QUIET),
+            ]
+        )
 
 
 def test_export_of_a_folder_without_a_model_is_one_line(tmp_path):

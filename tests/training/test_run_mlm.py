@@ -396,16 +396,67 @@ def test_evaluation_during_training_logs_perplexity_and_parsing_scores_with_the_
     assert all(entry["eval_perplexity"] > 1 for entry in perplexities)
 
 
-def test_a_checkpoint_killed_while_saving_is_passed_over(tmp_path):
-    from hf_structure.training.trainer import last_complete_checkpoint
+def write_whole_checkpoint(folder):
+    """A checkpoint folder with the files Trainer saves for resuming (tiny ones)."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    save_file({"weight": torch.zeros(64)}, folder / "model.safetensors")
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        torch.save({"state": torch.zeros(64)}, folder / name)
+    (folder / "trainer_state.json").write_text('{"global_step": 8}')
+    return folder
+
+
+def cut_short(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+@pytest.mark.parametrize(
+    "breaking, defect",
+    [
+        (lambda folder: (folder / "trainer_state.json").unlink(), "no trainer_state.json"),
+        (lambda folder: cut_short(folder / "trainer_state.json"), "trainer_state.json is cut short"),
+        (lambda folder: (folder / "model.safetensors").unlink(), "no model.safetensors"),
+        (lambda folder: cut_short(folder / "model.safetensors"), "model.safetensors is cut short"),
+        (lambda folder: (folder / "optimizer.pt").unlink(), "no optimizer.pt"),
+        (lambda folder: cut_short(folder / "scheduler.pt"), "scheduler.pt is cut short"),
+        (lambda folder: (folder / "rng_state.pth").unlink(), "no whole rng_state.pth"),
+    ],
+    ids=["state-gone", "state-cut", "weights-gone", "weights-cut", "optimizer-gone", "scheduler-cut", "rng-gone"],
+)
+def test_a_checkpoint_killed_while_saving_or_missing_a_file_is_passed_over(tmp_path, caplog, breaking, defect):
+    from hf_structure.training.trainer import checkpoint_defect, last_complete_checkpoint
 
     assert last_complete_checkpoint(str(tmp_path / "missing")) is None
-    for step, complete in ((8, True), (16, True), (24, False)):
-        (tmp_path / f"checkpoint-{step}").mkdir()
-        if complete:
-            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    for step in (8, 16, 24):
+        write_whole_checkpoint(tmp_path / f"checkpoint-{step}")
     (tmp_path / "checkpoint-final").mkdir()
+    assert last_complete_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-24")
+    breaking(tmp_path / "checkpoint-24")
+    assert checkpoint_defect(str(tmp_path / "checkpoint-24")) == defect
     assert last_complete_checkpoint(str(tmp_path)) == str(tmp_path / "checkpoint-16")
+    assert f"passing over {tmp_path / 'checkpoint-24'}, not a whole checkpoint: {defect}" in caplog.text
+
+
+def test_a_checkpoint_of_a_run_that_saves_the_model_only_needs_no_optimizer(tmp_path):
+    from hf_structure.training.trainer import checkpoint_defect
+
+    folder = write_whole_checkpoint(tmp_path / "checkpoint-8")
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (folder / name).unlink()
+    assert checkpoint_defect(str(folder), with_optimizer=False) is None
+    assert checkpoint_defect(str(folder)) == "no optimizer.pt"
+    (folder / "model.safetensors").rename(folder / "model-00001-of-00001.safetensors")
+    index = {"weight_map": {"weight": "model-00001-of-00001.safetensors", "other": "model-00002-of-00002.safetensors"}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert checkpoint_defect(str(folder), with_optimizer=False) == "no model-00002-of-00002.safetensors"
+
+
+def test_the_script_without_do_train_or_do_eval_refuses_in_one_line(tmp_path):
+    result = run_mlm([*TINY_MODEL, "--output_dir", str(tmp_path / "out")])
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == ["run_mlm.py: nothing to do: give --do_train, --do_eval or both"]
 
 
 def tiny_fast_r2d2():

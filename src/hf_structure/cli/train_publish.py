@@ -30,13 +30,10 @@ def train(command: str, arguments: list[str]):
         entry = importlib.import_module(module)
     except MissingExtraError as error:
         raise SystemExit(f"hf-structure {command}: {error}") from None
-    from ..training.arguments import ConfigOverrideError, TrainingDataError
-    from ..training.trainer import OutputFolderError
+    from ..training.trainer import one_line_failures
 
-    try:
+    with one_line_failures(f"hf-structure {command}"):
         return entry.main(arguments, default_model_type, prog=f"hf-structure {command}")
-    except (OutputFolderError, ConfigOverrideError, TrainingDataError, MissingExtraError) as error:
-        raise SystemExit(f"hf-structure {command}: {error}") from None
 
 
 def _export(args) -> None:

@@ -75,6 +75,10 @@ class TrainingDataError(ValueError):
     and the file."""
 
 
+class EntryArgumentsError(ValueError):
+    """Arguments that parse but give the entry nothing to do; the message names the options it needs."""
+
+
 class ConfigOverrideError(ValueError):
     """A `--config_overrides` setting the model's config does not have, or a value it refuses."""
 

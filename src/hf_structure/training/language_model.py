@@ -13,14 +13,15 @@ from ..data.text import ptb_lm_lines, text_file_lines
 from ..data.tokenization import build_word_tokenizer
 from ..registry import model_spec
 from . import LanguageModelTraining
-from .arguments import TrainingDataError, apply_config_overrides, parse_arguments
+from .arguments import EntryArgumentsError, TrainingDataError, apply_config_overrides, parse_arguments
 from .collators import tokenize_sentences
 from .precision import with_chosen_precision
 from .trainer import (
     LanguageModelTrainer,
     LanguageModelTrainingArguments,
-    check_output_folder,
+    checkpoint_to_resume,
     end_processes,
+    refused_saves,
     train_resuming,
     training_provenance,
 )
@@ -135,22 +136,25 @@ def model_and_tokenizer_for_training(
 
 def parse_command_line(argv: list[str], default_model_type: str, prog: str | None = None):
     """The model's recipe and (model, data, training, the model's own) arguments; `default_model_type` is the model
-    type of a new model when `argv` names none."""
-    return parse_arguments(
+    type of a new model when `argv` names none. Arguments that neither train nor evaluate are an
+    EntryArgumentsError: the run would build its model and data, then end without a word."""
+    recipe, parsed = parse_arguments(
         argv,
         (ModelArguments, DataTrainingArguments, LanguageModelTrainingArguments),
         LanguageModelTraining,
         default_model_type,
         prog,
     )
+    if not (parsed[2].do_train or parsed[2].do_eval):
+        raise EntryArgumentsError("nothing to do: give --do_train, --do_eval or both")
+    return recipe, parsed
 
 
 def main(argv: list[str], default_model_type: str, prog: str | None = None):
     """Train (and evaluate) as `argv` says (see `parse_command_line`)."""
     recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type, prog)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    if training_args.do_train:
-        check_output_folder(training_args.output_dir, training_args.overwrite_output_dir)
+    checkpoint = checkpoint_to_resume(training_args) if training_args.do_train else None
     training_args = with_chosen_precision(training_args, model_args.precision)
     set_seed(training_args.seed)
     train_lines, valid_lines = split_lines(data_args)
@@ -194,10 +198,12 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         train_data = None
         if data_args.train_file:
             train_data = f"`{Path(data_args.train_file).name}` ({len(train_dataset):,} sentences)"
-        train_resuming(trainer, training_provenance(argv, prog, model_args.model_name_or_path, train_data))
+        provenance = training_provenance(argv, prog, model_args.model_name_or_path, train_data)
+        train_resuming(trainer, provenance, checkpoint)
     if training_args.do_eval:
         metrics = trainer.evaluate()
         trainer.log_metrics("eval", metrics)
-        trainer.save_metrics("eval", metrics)
+        with refused_saves("the evaluation's metrics", str(training_args.output_dir)):
+            trainer.save_metrics("eval", metrics)
     end_processes(trainer)
     return trainer

@@ -18,7 +18,7 @@ from .arguments import TrainingDataError, apply_config_overrides, parse_argument
 from .trainer import (
     EntryTrainingArguments,
     LengthGroupedTrainer,
-    check_output_folder,
+    checkpoint_to_resume,
     end_processes,
     train_resuming,
     training_provenance,
@@ -165,11 +165,11 @@ def parse_command_line(argv: list[str], default_model_type: str, prog: str | Non
 def main(argv: list[str], default_model_type: str, prog: str | None = None):
     """Train as `argv` says (see `parse_command_line`)."""
     recipe, (model_args, data_args, training_args, own_args) = parse_command_line(argv, default_model_type, prog)
-    check_output_folder(training_args.output_dir, training_args.overwrite_output_dir)  # it trains, --do_train or not
     # Each recipe's collator builds the model's inputs from its examples' columns (G2GTr's `first_pieces` among
     # them): the Trainer must not drop the columns the model's forward does not name.
     training_args.remove_unused_columns = False
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    checkpoint = checkpoint_to_resume(training_args)  # it trains, --do_train or not
     set_seed(training_args.seed)
     train = conllu_sentences(data_args.train_file)
     if data_args.max_train_samples:
@@ -212,6 +212,6 @@ def main(argv: list[str], default_model_type: str, prog: str | None = None):
         learning_rate_of=learning_rates(model, training_args.learning_rate, model_args),
     )
     train_data = f"`{Path(data_args.train_file).name}` ({len(train):,} sentences)"
-    train_resuming(trainer, training_provenance(argv, prog, model_args.model_name_or_path, train_data))
+    train_resuming(trainer, training_provenance(argv, prog, model_args.model_name_or_path, train_data), checkpoint)
     end_processes(trainer)
     return trainer

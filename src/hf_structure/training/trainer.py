@@ -1,14 +1,20 @@
 """Trainers: reproducible length-grouped batches, parts of a model trained as by optimisers of their own, and the
-model's own loss terms and perplexity in the language-model logs."""
+model's own loss terms and perplexity in the language-model logs; what both training entries share around them
+(the checkpoint to resume, saves the file system refuses, the failures that end an entry in one line)."""
 
+import contextlib
+import errno
+import json
 import logging
 import math
 import os
 import re
 import shlex
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +31,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class EntryTrainingArguments(TrainingArguments):
     """`TrainingArguments` of both training entries (`train-lm`, `train-parser`), with the option that lets a run
-    replace the trained model in its --output_dir (`check_output_folder`)."""
+    replace the trained model in its --output_dir (`checkpoint_to_resume`)."""
 
     overwrite_output_dir: bool = field(
         default=False,
@@ -175,6 +181,13 @@ class LengthGroupedTrainer(Trainer):
         super()._save(output_dir, state_dict)
         # TrainingArguments' __post_init__ sets output_dir (default "trainer_output"): a str here.
         with_default_mode(output_dir if output_dir is not None else self.args.output_dir)  # type: ignore[arg-type]
+
+    def _save_checkpoint(self, model, trial):
+        """Trainer's checkpoint save, which a full or read-only file system ends with a SaveRefusedError naming the
+        checkpoint (`refused_saves`)."""
+        name = f"checkpoint-{self.state.global_step}"
+        with refused_saves(name, os.path.join(self.args.output_dir, name)):
+            super()._save_checkpoint(model, trial)
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = train_dataset if train_dataset is not None else self.train_dataset
@@ -341,51 +354,170 @@ class OutputFolderError(FileExistsError):
     """The output folder holds a trained model that the run would replace without being told to."""
 
 
-def check_output_folder(output_dir: str, overwrite: bool) -> None:
-    """Raise OutputFolderError for an output folder that holds a trained model (its config and weights) and no
-    checkpoint to resume from, unless `overwrite`: a new run would replace that model without a word. A folder with
-    checkpoints is a run to continue (`train_resuming`). Both entries call it before reading any data."""
-    folder = Path(output_dir)
-    weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-    holds_model = (folder / "config.json").is_file() and any((folder / name).is_file() for name in weights)
-    if holds_model and not overwrite and last_complete_checkpoint(output_dir) is None:
-        raise OutputFolderError(
-            f"--output_dir {output_dir} holds a trained model; give another folder, or "
-            "--overwrite_output_dir to replace it"
-        )
+class CheckpointError(ValueError):
+    """`--resume_from_checkpoint` names a folder that is missing or not a whole checkpoint; the message names it and
+    what it lacks."""
 
 
-def last_complete_checkpoint(output_dir: str) -> str | None:
-    """The newest `checkpoint-N` folder of `output_dir` that was written to the end (`trainer_state.json` is saved
-    last), so that a run killed while saving resumes from the checkpoint before."""
+class SaveRefusedError(OSError):
+    """The file system refused a checkpoint or the trained model (full, over quota, read-only); the message names
+    what was being saved, where, and the system's reason."""
+
+
+# What a file system that refuses writes answers; another OSError is a fault of the run, left as raised.
+REFUSED_WRITES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+@contextlib.contextmanager
+def refused_saves(what: str, folder: str) -> Iterator[None]:
+    """Turn a save of `what` into `folder` that the file system refuses (`REFUSED_WRITES`) into a SaveRefusedError
+    naming both; any other failure goes on as raised. torch and safetensors report a full disk in errors of their
+    own (a RuntimeError after a failed write, a SafetensorError ending in `(os error 28)`), so those are read too."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except (OSError, RuntimeError, SafetensorError) as error:
+        code = _refusal_code(error, folder)
+        if code is None:
+            raise
+        advice = "choose another --output_dir" if code == errno.EROFS else "free space or choose another --output_dir"
+        raise SaveRefusedError(f"{os.strerror(code)} while saving {what} to {folder}; {advice}") from error
+
+
+def _refusal_code(error: BaseException, folder: str) -> int | None:
+    """The `REFUSED_WRITES` code behind `error`, raised while writing into `folder`; None for anything else."""
+    if isinstance(error, OSError):
+        return error.errno if error.errno in REFUSED_WRITES else None
+    number = re.search(r"\(os error (\d+)\)", str(error))
+    if number:
+        return int(number.group(1)) if int(number.group(1)) in REFUSED_WRITES else None
+    # torch's writer keeps no errno ("file write failed", "unexpected pos"): ask the file system with a write of
+    # its own. The failed write's part-file is still there, so a full disk is still full.
+    existing = Path(folder)
+    while not existing.is_dir() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        with tempfile.TemporaryFile(dir=existing) as probe:
+            probe.write(bytes(1 << 16))
+            probe.flush()
+            os.fsync(probe.fileno())
+    except OSError as refusal:
+        return refusal.errno if refusal.errno in REFUSED_WRITES else None
+    return None
+
+
+def checkpoint_defect(folder: str, with_optimizer: bool = True) -> str | None:
+    """What keeps the checkpoint folder `folder` from continuing its run (None: nothing). Trainer restores the
+    weights and `trainer_state.json` (saved last) and, unless the run saves the model only (`with_optimizer` False),
+    the optimiser, the learning-rate schedule and the random generators; it loads whichever of these it finds and
+    starts the others afresh without a word. A save cut short (a kill, a full disk) or a file removed since leaves
+    such a folder: each file must be there and whole (a safetensors header that covers its file, a torch file's zip
+    directory, which is written last)."""
+    path = Path(folder)
+    if not path.is_dir():
+        return "no such folder"
+    try:
+        json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "no trainer_state.json"
+    except (OSError, ValueError):
+        return "trainer_state.json is cut short"
+    defect = _weights_defect(path)
+    if defect or not with_optimizer:
+        return defect
+    for name in ("optimizer.pt", "scheduler.pt"):
+        if not zipfile.is_zipfile(path / name):
+            return f"{name} is cut short" if (path / name).is_file() else f"no {name}"
+    # one per process of the run that saved it: rng_state.pth, or rng_state_<rank>.pth
+    if not any(zipfile.is_zipfile(state) for state in path.glob("rng_state*.pth")):
+        return "no whole rng_state.pth"
+    return None
+
+
+def _weights_defect(path: Path) -> str | None:
+    if (path / "pytorch_model.bin").is_file():
+        return None if zipfile.is_zipfile(path / "pytorch_model.bin") else "pytorch_model.bin is cut short"
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return f"{index.name} is cut short"
+    else:
+        shards = ["model.safetensors"]
+    from safetensors import SafetensorError, safe_open
+
+    for shard in shards:
+        if not (path / shard).is_file():
+            return f"no {shard}"
+        try:
+            with safe_open(path / shard, framework="pt"):
+                pass
+        except (OSError, SafetensorError):
+            return f"{shard} is cut short"
+    return None
+
+
+def last_complete_checkpoint(output_dir: str, with_optimizer: bool = True) -> str | None:
+    """The newest `checkpoint-N` folder of `output_dir` that is whole (`checkpoint_defect`), so that a run killed
+    while saving, or one whose disk filled up, resumes from the checkpoint before; each newer one passed over is
+    logged, with what it lacks."""
     if not os.path.isdir(output_dir):
         return None
-    steps = [
-        int(match.group(1))
-        for name in os.listdir(output_dir)
-        if (match := re.fullmatch(r"checkpoint-(\d+)", name))
-        and os.path.isfile(os.path.join(output_dir, name, "trainer_state.json"))
-    ]
-    return os.path.join(output_dir, f"checkpoint-{max(steps)}") if steps else None
+    steps = sorted(
+        (int(match.group(1)) for name in os.listdir(output_dir) if (match := re.fullmatch(r"checkpoint-(\d+)", name))),
+        reverse=True,
+    )
+    for step in steps:
+        checkpoint = os.path.join(output_dir, f"checkpoint-{step}")
+        defect = checkpoint_defect(checkpoint, with_optimizer)
+        if defect is None:
+            return checkpoint
+        logger.warning("passing over %s, not a whole checkpoint: %s", checkpoint, defect)
+    return None
 
 
-def train_resuming(trainer, provenance: dict):
-    """Train, continuing from `--resume_from_checkpoint` or else the output folder's last complete checkpoint; then
-    save the model, the metrics, the trainer state and the training record (with `provenance`: see
-    `training_provenance`). Returns the train output."""
+def checkpoint_to_resume(args: EntryTrainingArguments) -> str | None:
+    """The checkpoint a run continues from: `--resume_from_checkpoint`, which must be whole (else a CheckpointError
+    naming it), or the output folder's last whole checkpoint (`last_complete_checkpoint`), or None. Raises
+    OutputFolderError for an output folder that holds a trained model (its config and weights) and no checkpoint to
+    resume from, unless `--overwrite_output_dir`: a new run would replace that model without a word; a folder with
+    checkpoints is a run to continue. Both entries call it before reading any data."""
+    with_optimizer = not args.save_only_model
+    given = args.resume_from_checkpoint
+    if given is not None:
+        defect = checkpoint_defect(given, with_optimizer)
+        if defect == "no such folder":
+            raise CheckpointError(f"--resume_from_checkpoint {given}: no such folder")
+        if defect:
+            raise CheckpointError(f"--resume_from_checkpoint {given} is not a whole checkpoint: {defect}")
+    folder = Path(args.output_dir)  # type: ignore[arg-type]  # TrainingArguments sets a default
+    weights = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+    holds_model = (folder / "config.json").is_file() and any((folder / name).is_file() for name in weights)
+    last = last_complete_checkpoint(str(folder), with_optimizer)
+    if holds_model and not args.overwrite_output_dir and last is None:
+        raise OutputFolderError(
+            f"--output_dir {folder} holds a trained model; give another folder, or --overwrite_output_dir to replace it"
+        )
+    if given is None and last is not None:
+        logger.info("resuming from the last checkpoint in the output folder: %s", last)
+    return given or last
+
+
+def train_resuming(trainer, provenance: dict, checkpoint: str | None):
+    """Train, continuing from `checkpoint` (`checkpoint_to_resume`); then save the model, the metrics, the trainer
+    state and the training record (with `provenance`: see `training_provenance`), a refused save ending in a
+    SaveRefusedError. Returns the train output."""
     args = trainer.args
-    checkpoint = args.resume_from_checkpoint
-    if checkpoint is None:
-        checkpoint = last_complete_checkpoint(args.output_dir)
-        if checkpoint:
-            logger.info("resuming from the last checkpoint in the output folder: %s", checkpoint)
     result = trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model()
-    trainer.log_metrics("train", result.metrics)
-    trainer.save_metrics("train", result.metrics)
-    trainer.save_state()
-    if trainer.is_world_process_zero():
-        write_training_record(args.output_dir, trainer, result.metrics["train_runtime"], checkpoint, provenance)
+    with refused_saves("the trained model", args.output_dir):
+        trainer.save_model()
+        trainer.log_metrics("train", result.metrics)
+        trainer.save_metrics("train", result.metrics)
+        trainer.save_state()
+        if trainer.is_world_process_zero():
+            write_training_record(args.output_dir, trainer, result.metrics["train_runtime"], checkpoint, provenance)
     return result
 
 
@@ -414,6 +546,30 @@ def training_provenance(argv: list[str], prog: str | None, base_model: str | Non
     if train_data:  # not the PTB text, so whether it held the evaluation sample's WSJ 00-01 is not ours to say
         provenance.update(train_data=train_data, wsj_00_01_excluded=None)
     return provenance
+
+
+@contextlib.contextmanager
+def one_line_failures(command: str) -> Iterator[None]:
+    """End a training entry's failures that are the user's to mend (an output folder, a checkpoint, a data or trees
+    file, a setting, a missing extra, a full or read-only disk) as one line on standard error, `command: message`,
+    exit status 1. Any other error keeps its traceback: it is a fault to report."""
+    from ..extras import MissingExtraError
+    from .arguments import ConfigOverrideError, EntryArgumentsError, TrainingDataError
+    from .teachers import TeacherTreesError
+
+    try:
+        yield
+    except (
+        OutputFolderError,
+        CheckpointError,
+        SaveRefusedError,
+        ConfigOverrideError,
+        EntryArgumentsError,
+        TrainingDataError,
+        TeacherTreesError,
+        MissingExtraError,
+    ) as error:
+        raise SystemExit(f"{command}: {' '.join(str(error).split())}") from None
 
 
 def end_processes(trainer) -> None:
