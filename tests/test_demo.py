@@ -3,6 +3,7 @@ errors) against the pipeline's own parse, the page served by the command and ans
 an exported folder's Space (`python app.py` where hf_structure cannot be imported), both driven in a browser, and the
 command without Gradio (the lowest-versions environment has none) saying what to install."""
 
+import errno
 import importlib.util
 import os
 import re
@@ -10,10 +11,12 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
+from hf_structure import demo
 from hf_structure.demo import MODEL_DEFAULT, page_option_names, page_parts, parse_option_names
 from hf_structure.pipelines import load_parser
 from tests.helpers.paths import ROOT
@@ -60,7 +63,7 @@ def test_the_page_shows_each_sentence_as_the_pipeline_parses_it(name, tiny_folde
 def test_what_cannot_be_parsed_is_one_line_and_the_rest_is_drawn(tiny_folders):
     pipeline = load_parser(tiny_folders["arc_hybrid"])
     assert page_parts(pipeline, "  \n ", {})[3] == "Type a sentence or a paragraph to parse."
-    long_sentence = " ".join(["word"] * 600) + "."
+    long_sentence = " ".join(["word"] * 80) + "."  # under the page's caps, over the tiny encoder's 64 positions
     pictures, rows, _, message = page_parts(pipeline, f"A dog ran. {long_sentence}", {})
     assert pictures.count("<figure") == 1 and {row[0] for row in rows} == {1}
     assert "\n" not in message and "word pieces" in message
@@ -70,6 +73,35 @@ def test_what_cannot_be_parsed_is_one_line_and_the_rest_is_drawn(tiny_folders):
     assert "\n" not in message and "tree_decoding" in message
     _, _, _, message = page_parts(pipeline, "A dog ran.", {"head_decoding": "<b>x</b>"})  # shown as text, not HTML
     assert "&lt;b&gt;x&lt;/b&gt;" in message and "<b>" not in message
+
+
+def test_a_text_over_a_cap_is_one_line_and_nothing_is_parsed(tiny_folders, monkeypatch):
+    pipeline = load_parser(tiny_folders["arc_hybrid"])
+    parsed = []
+    parse = pipeline.model.parse
+    monkeypatch.setattr(pipeline.model, "parse", lambda sentences, *args, **kwargs: parsed.extend(sentences) or [])
+    refused = ("", [], "")
+    assert page_parts(pipeline, "A dog ran. " * 100_000, {}) == (
+        *refused,
+        "The text has 1,100,000 characters; this page parses at most 2,000.",
+    )
+    assert page_parts(pipeline, "A dog ran. " * 21, {}) == (
+        *refused,
+        "The text has 21 sentences; this page parses at most 20.",
+    )
+    many_words = "The dog and the cat and the bird and the fish and the man ran. " * 20  # 16 words, the period one
+    assert page_parts(pipeline, many_words, {}) == (*refused, "The text has 320 words; this page parses at most 300.")
+    assert page_parts(pipeline, many_words + "A dog ran.", {}) == (
+        *refused,
+        "The text has 21 sentences; this page parses at most 20.",
+    )
+    assert not parsed
+    # A sentence over MAX_SENTENCE_WORDS is that sentence's one line, unparsed, as one too long for the model is.
+    monkeypatch.setattr(pipeline.model, "parse", parse)
+    monkeypatch.setattr(demo, "MAX_SENTENCE_WORDS", 5)
+    pictures, rows, _, message = page_parts(pipeline, "A dog ran. The old man sat on the bench. A cat sat.", {})
+    assert message == "sentence 2: 8 words; this page parses at most 5"
+    assert pictures.count("<figure") == 2 and {row[0] for row in rows} == {1, 3}
 
 
 @pytest.fixture(scope="module")
@@ -131,10 +163,95 @@ def test_an_exported_space_serves_the_page_without_hf_structure_as_the_package_d
     expected_pictures, expected_rows, expected_text, _ = page_parts(pipeline, TEXT, {})
     assert message == "" and pictures.count("<svg") == 2
     assert pictures == expected_pictures and table["data"] == expected_rows and text == expected_text
-    too_long = "A dog ran. " + " ".join(["word"] * 600) + "."  # refused by the folder's own pipeline code
+    too_long = "A dog ran. " + " ".join(["word"] * 80) + "."  # refused by the folder's own pipeline code
     message, pictures, _, _ = client.predict(too_long, title, *options, api_name="/parse")
     assert message == f'<p class="error">{page_parts(pipeline, too_long, {})[3]}</p>' and "word pieces" in message
     assert pictures.count("<svg") == 1
+
+
+@pytest.mark.parametrize("server", ["served", "space"])
+def test_a_served_page_refuses_a_text_over_its_caps_and_uploads_and_still_answers(server, request, tiny_folders):
+    # The command's page (the tiny arc-hybrid parser first) or the exported folder's Space (the same weights).
+    import httpx
+    from gradio_client import Client
+
+    if server == "served":
+        url, _ = request.getfixturevalue(server)
+        model, options = tiny_folders["arc_hybrid"], parse_option_names()
+    else:
+        url, folder, model = request.getfixturevalue(server)  # the Space's one model, by its title
+        options = page_option_names([load_parser(str(folder)).model.parse_options])
+    client = Client(url, verbose=False)
+
+    def parse(text):
+        return client.predict(text, model, *[MODEL_DEFAULT] * (1 + len(options)), api_name="/parse")
+
+    message, pictures, table, text = parse("A dog ran. " * 100_000)  # 1.1 MB, as one visitor sent
+    assert message == '<p class="error">The text has 1,100,000 characters; this page parses at most 2,000.</p>'
+    assert (pictures, table["data"], text) == ("", [], "")
+    assert (
+        parse("A dog ran. " * 21)[0] == '<p class="error">The text has 21 sentences; this page parses at most 20.</p>'
+    )
+    upload = httpx.post(url + "gradio_api/upload", files={"files": ("text.txt", b"A dog ran.")}, timeout=60)
+    assert upload.status_code == 413, upload.text  # the page has no file input
+    message, pictures, _, _ = parse("A dog ran.")
+    assert message == "" and pictures.count("<svg") == 1
+
+
+class HeldPipeline:
+    """A pipeline whose every parse waits for `release`, counting the parses running at once (`most`)."""
+
+    model = None  # no options
+
+    def __init__(self):
+        self.started, self.release, self.lock = threading.Event(), threading.Event(), threading.Lock()
+        self.running = self.most = 0
+
+    def sentences(self, text, **options):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        self.started.set()
+        self.release.wait(120)
+        with self.lock:
+            self.running -= 1
+        return []
+
+    def parse_sentences(self, sentences, options):
+        return []
+
+
+@pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
+def test_requests_are_parsed_one_at_a_time_and_one_beyond_the_queue_is_refused():
+    from gradio_client import Client
+    from gradio_client.utils import QueueError, Status
+
+    from hf_structure.demo import QUEUE_SIZE, build_demo, serve
+
+    pipeline = HeldPipeline()
+    page = build_demo(["held"], lambda _: pipeline, [])
+    try:
+        client = Client(serve(page), verbose=False)
+
+        def submit():
+            return client.submit("A dog ran.", "held", MODEL_DEFAULT, api_name="/parse")
+
+        jobs = [submit()]
+        assert pipeline.started.wait(60)
+        for _ in range(QUEUE_SIZE):
+            jobs.append(submit())
+            deadline = time.monotonic() + 60
+            while jobs[-1].status().code != Status.IN_QUEUE and time.monotonic() < deadline:
+                time.sleep(0.05)
+        refused = submit()
+        with pytest.raises(QueueError, match="Queue is full"):
+            refused.result(timeout=60)
+        pipeline.release.set()
+        assert [job.result(timeout=60)[0] for job in jobs] == [""] * (QUEUE_SIZE + 1)
+        assert pipeline.most == 1
+    finally:
+        pipeline.release.set()
+        page.close()
 
 
 @pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
@@ -215,6 +332,67 @@ def test_a_model_that_does_not_load_ends_the_command_in_one_line(tmp_path):
         done.stderr.strip()
         == f"hf-structure demo: model folder {tmp_path} has no config.json: is it a saved model folder?"
     )
+
+
+@pytest.fixture
+def held_port():
+    """A port of 127.0.0.1 that another socket holds, listening, as another server would."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+@pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
+def test_a_port_in_use_ends_the_command_in_one_line_naming_it(held_port, tiny_folders):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hf_structure.cli",
+            "demo",
+            "--model",
+            tiny_folders["arc_hybrid"],
+            "--port",
+            str(held_port),
+        ],
+        env=OFFLINE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stderr == f"hf-structure demo: port {held_port} is in use on 127.0.0.1; choose another with --port\n"
+
+
+@pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
+def test_a_port_taken_while_the_model_loads_ends_the_command_in_the_same_line(tiny_folders, monkeypatch):
+    from hf_structure.cli import main
+
+    with socket.socket() as probe:  # free when the command checks it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = demo.serve
+    with socket.socket() as holder:
+
+        def take_the_port_then_serve(page, host, port):
+            holder.bind((host, port))
+            holder.listen()
+            return serve(page, host, port)
+
+        monkeypatch.setattr(demo, "serve", take_the_port_then_serve)
+        with pytest.raises(SystemExit) as ended:
+            main(["demo", "--model", tiny_folders["arc_hybrid"], "--port", str(port)])
+    assert str(ended.value) == f"hf-structure demo: port {port} is in use on 127.0.0.1; choose another with --port"
+
+
+def test_an_address_not_of_this_machine_ends_the_command_in_one_line():
+    from hf_structure.cli.demo import check_address
+
+    with pytest.raises(SystemExit) as ended:  # 203.0.113.0/24: documentation's addresses (RFC 5737), no machine's
+        check_address("203.0.113.1", 7860)
+    reason = os.strerror(errno.EADDRNOTAVAIL)  # "Cannot assign requested address"
+    assert str(ended.value) == f"hf-structure demo: cannot serve on 203.0.113.1 port 7860: {reason}"
 
 
 @pytest.mark.skipif(HAS_GRADIO, reason="Gradio is installed here; the lowest-versions environment runs this")

@@ -6,7 +6,9 @@ that model's `parse` takes and the word convention; each sentence of the text is
 tree above the words, the dependency arcs below), and the parse is given as a table (sentence, word, head, label)
 and as text to copy (the bracketed tree and the heads). What cannot be parsed (an empty box, a sentence longer than
 the model reads, an odd character) is one line on the page, never a traceback; the other sentences are still drawn.
-Nothing is fetched from elsewhere: Gradio's usage statistics are off and the page uses the system's fonts.
+So that one visitor cannot hold the page for long, a text is parsed only within the caps below (one line says which
+it exceeds), requests wait in a bounded queue and are parsed one at a time, and uploads are refused (the page has no
+file input). Nothing is fetched from elsewhere: Gradio's usage statistics are off and the page uses the system's fonts.
 """
 
 import html
@@ -20,6 +22,25 @@ MODEL_DEFAULT = "the model's own"
 EXAMPLE_TEXT = "The old man sat on the bench. Stocks fell sharply after the report was released."
 TABLE_HEADERS = ("sentence", "word", "form", "head", "head form", "label")
 
+# What one request may ask. At these caps the slowest bundled model (g2gtr-ewt, whose time per sentence grows faster
+# than its length) parses a text in a few seconds on a 2-core CPU, the others in under one (hf_structure's
+# benchmarks/demo_latency.py); without them one 1 MB text held the page for minutes and returned 128 MB of HTML.
+# The characters are counted before anything else, the rest once the text is split, before anything is parsed.
+MAX_CHARACTERS = 2_000
+MAX_SENTENCES = 20
+MAX_WORDS = 300  # the words of all sentences, as the pipeline splits them (punctuation included)
+MAX_SENTENCE_WORDS = 100  # a longer sentence is refused as the model refuses one too long for it; the others are drawn
+# Requests waiting for the one being parsed; a request beyond them is refused at once ("the queue is full") rather
+# than left waiting for minutes.
+QUEUE_SIZE = 16
+# Requests parsed at once: one. A parse already uses every core free on a small machine (Spaces have 2), so a second
+# would only share them; and a pipeline is not safe to share between threads: its fast tokenizer's padding setting
+# changes between the length checks and the parse (two threads there: tokenizers' "Already borrowed"), and torch's
+# thread count, which each parse sets, is the process's.
+CONCURRENCY = 1
+# The largest upload, in bytes: none, since the page has no file input (Gradio accepts any size by default).
+MAX_UPLOAD_BYTES = 0
+
 
 def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str, str]:
     """What the page shows for `text` parsed by `pipeline` with `options` (values MODEL_DEFAULT left out): the
@@ -28,9 +49,11 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
     options = {name: value for name, value in options.items() if value not in (None, "", MODEL_DEFAULT)}
     if not text.strip():
         return "", [], "", "Type a sentence or a paragraph to parse."
+    if len(text) > MAX_CHARACTERS:  # before the text is even split
+        return "", [], "", f"The text has {len(text):,} characters; this page parses at most {MAX_CHARACTERS:,}."
     try:
-        results = pipeline(text, on_error="record", **options)
-    except ValueError as error:  # the whole input refused (too long a text, an option the model lacks)
+        results = parse_within_caps(pipeline, text, options)
+    except ValueError as error:  # the whole input refused (a cap, an option the model lacks)
         return "", [], "", one_line(error)
     pictures, rows, lines, errors = [], [], [], []
     for number, result in enumerate(results, start=1):
@@ -61,6 +84,29 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
         lines.append("")
     message = "; ".join(errors)
     return "\n".join(pictures), rows, "\n".join(lines).strip(), html.escape(message, quote=False)
+
+
+def parse_within_caps(pipeline, text: str, options: dict) -> list[dict]:
+    """`pipeline(text, on_error="record", **options)`'s results, the text split once and held to the page's caps
+    before anything is parsed: a ValueError for too many sentences or words; a sentence over MAX_SENTENCE_WORDS is
+    recorded with its error, as one too long for the model is. All the sentences are parsed as one batch."""
+    options = dict(options)
+    sentences = pipeline.sentences(text, on_error="record", word_convention=options.pop("word_convention", None))
+    if len(sentences) > MAX_SENTENCES:
+        raise ValueError(f"The text has {len(sentences):,} sentences; this page parses at most {MAX_SENTENCES}.")
+    words = sum(len(sentence.words) for sentence in sentences)
+    if words > MAX_WORDS:
+        raise ValueError(f"The text has {words:,} words; this page parses at most {MAX_WORDS}.")
+    sentences = [
+        sentence._replace(
+            seen=[],
+            error=f"{sentence.name}: {len(sentence.words)} words; this page parses at most {MAX_SENTENCE_WORDS}",
+        )
+        if sentence.error is None and len(sentence.words) > MAX_SENTENCE_WORDS
+        else sentence
+        for sentence in sentences
+    ]
+    return pipeline.parse_sentences(sentences, {**options, "on_error": "record", "batch_size": MAX_SENTENCES})
 
 
 def one_line(error: Exception) -> str:
@@ -110,7 +156,15 @@ def build_demo(models: Sequence[str], load: Callable, option_names: Sequence[str
     options_of = {models[0]: option_choices(models[0])}
     with gr.Blocks(title=title) as demo:  # Gradio 6 takes the theme at launch: `serve`
         gr.Markdown(f"# {title}\nParse English text into trees: constituency above the words, dependencies below.")
-        text = gr.Textbox(label="Text", value=EXAMPLE_TEXT, lines=3, elem_id="text")
+        text = gr.Textbox(
+            label="Text",
+            value=EXAMPLE_TEXT,
+            lines=3,
+            elem_id="text",
+            # Said, not enforced by the browser: its maxlength would cut a pasted text short without a word.
+            info=f"At most {MAX_CHARACTERS:,} characters, {MAX_SENTENCES} sentences and {MAX_WORDS} words, "
+            f"{MAX_SENTENCE_WORDS} to a sentence.",
+        )
         with gr.Row():
             model = gr.Dropdown(choices=list(models), value=models[0], label="Model", elem_id="model")
             convention = gr.Dropdown(
@@ -158,10 +212,11 @@ def build_demo(models: Sequence[str], load: Callable, option_names: Sequence[str
 
         inputs = [text, model, convention, *option_boxes]
         outputs = [message, pictures, table, copyable]
-        button.click(parse, inputs, outputs)
-        text.submit(parse, inputs, outputs)
-        model.change(show_options, model, option_boxes)
-    return demo
+        # One concurrency group: a model loaded for its options does not run beside a parse either.
+        button.click(parse, inputs, outputs, concurrency_id="page")
+        text.submit(parse, inputs, outputs, concurrency_id="page")
+        model.change(show_options, model, option_boxes, concurrency_id="page")
+    return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)
 
 
 def package_demo(models: Sequence[str]):
@@ -182,5 +237,12 @@ def serve(page, host: str | None = None, port: int | None = None):
     theme = gr.themes.Default(
         font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
     )
-    page.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True, theme=theme)
+    page.launch(
+        server_name=host,
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        theme=theme,
+        max_file_size=MAX_UPLOAD_BYTES,
+    )
     return page.local_url

@@ -53,6 +53,40 @@ EXAMPLE_TEXT = "The old man sat on the bench. Stocks fell sharply after the repo
 TABLE_HEADERS = ("sentence", "word", "form", "head", "head form", "label")
 
 
+# Copied from hf_structure.demo.MAX_CHARACTERS
+# What one request may ask. At these caps the slowest bundled model (g2gtr-ewt, whose time per sentence grows faster
+# than its length) parses a text in a few seconds on a 2-core CPU, the others in under one (hf_structure's
+# benchmarks/demo_latency.py); without them one 1 MB text held the page for minutes and returned 128 MB of HTML.
+# The characters are counted before anything else, the rest once the text is split, before anything is parsed.
+MAX_CHARACTERS = 2_000
+
+
+# Copied from hf_structure.demo.MAX_SENTENCES
+MAX_SENTENCES = 20
+
+
+# Copied from hf_structure.demo.MAX_WORDS
+MAX_WORDS = 300  # the words of all sentences, as the pipeline splits them (punctuation included)
+
+
+# Copied from hf_structure.demo.MAX_SENTENCE_WORDS
+MAX_SENTENCE_WORDS = 100  # a longer sentence is refused as the model refuses one too long for it; the others are drawn
+
+
+# Copied from hf_structure.demo.QUEUE_SIZE
+# Requests waiting for the one being parsed; a request beyond them is refused at once ("the queue is full") rather
+# than left waiting for minutes.
+QUEUE_SIZE = 16
+
+
+# Copied from hf_structure.demo.CONCURRENCY
+# Requests parsed at once: one. A parse already uses every core free on a small machine (Spaces have 2), so a second
+# would only share them; and a pipeline is not safe to share between threads: its fast tokenizer's padding setting
+# changes between the length checks and the parse (two threads there: tokenizers' "Already borrowed"), and torch's
+# thread count, which each parse sets, is the process's.
+CONCURRENCY = 1
+
+
 # Copied from hf_structure.visualization._constituents
 def _constituents(result) -> list[tuple[int, int]]:
     """The distinct spans of the result, outermost first (sorted by start, longer first)."""
@@ -262,6 +296,30 @@ def render_svg(result) -> str:
     )
 
 
+# Copied from hf_structure.demo.parse_within_caps
+def parse_within_caps(pipeline, text: str, options: dict) -> list[dict]:
+    """`pipeline(text, on_error="record", **options)`'s results, the text split once and held to the page's caps
+    before anything is parsed: a ValueError for too many sentences or words; a sentence over MAX_SENTENCE_WORDS is
+    recorded with its error, as one too long for the model is. All the sentences are parsed as one batch."""
+    options = dict(options)
+    sentences = pipeline.sentences(text, on_error="record", word_convention=options.pop("word_convention", None))
+    if len(sentences) > MAX_SENTENCES:
+        raise ValueError(f"The text has {len(sentences):,} sentences; this page parses at most {MAX_SENTENCES}.")
+    words = sum(len(sentence.words) for sentence in sentences)
+    if words > MAX_WORDS:
+        raise ValueError(f"The text has {words:,} words; this page parses at most {MAX_WORDS}.")
+    sentences = [
+        sentence._replace(
+            seen=[],
+            error=f"{sentence.name}: {len(sentence.words)} words; this page parses at most {MAX_SENTENCE_WORDS}",
+        )
+        if sentence.error is None and len(sentence.words) > MAX_SENTENCE_WORDS
+        else sentence
+        for sentence in sentences
+    ]
+    return pipeline.parse_sentences(sentences, {**options, "on_error": "record", "batch_size": MAX_SENTENCES})
+
+
 # Copied from hf_structure.demo.one_line
 def one_line(error: Exception) -> str:
     """`error`'s message on one line, as text for the page (not HTML)."""
@@ -276,9 +334,11 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
     options = {name: value for name, value in options.items() if value not in (None, "", MODEL_DEFAULT)}
     if not text.strip():
         return "", [], "", "Type a sentence or a paragraph to parse."
+    if len(text) > MAX_CHARACTERS:  # before the text is even split
+        return "", [], "", f"The text has {len(text):,} characters; this page parses at most {MAX_CHARACTERS:,}."
     try:
-        results = pipeline(text, on_error="record", **options)
-    except ValueError as error:  # the whole input refused (too long a text, an option the model lacks)
+        results = parse_within_caps(pipeline, text, options)
+    except ValueError as error:  # the whole input refused (a cap, an option the model lacks)
         return "", [], "", one_line(error)
     pictures, rows, lines, errors = [], [], [], []
     for number, result in enumerate(results, start=1):
@@ -342,7 +402,15 @@ def build_demo(models: Sequence[str], load: Callable, option_names: Sequence[str
     options_of = {models[0]: option_choices(models[0])}
     with gr.Blocks(title=title) as demo:  # Gradio 6 takes the theme at launch: `serve`
         gr.Markdown(f"# {title}\nParse English text into trees: constituency above the words, dependencies below.")
-        text = gr.Textbox(label="Text", value=EXAMPLE_TEXT, lines=3, elem_id="text")
+        text = gr.Textbox(
+            label="Text",
+            value=EXAMPLE_TEXT,
+            lines=3,
+            elem_id="text",
+            # Said, not enforced by the browser: its maxlength would cut a pasted text short without a word.
+            info=f"At most {MAX_CHARACTERS:,} characters, {MAX_SENTENCES} sentences and {MAX_WORDS} words, "
+            f"{MAX_SENTENCE_WORDS} to a sentence.",
+        )
         with gr.Row():
             model = gr.Dropdown(choices=list(models), value=models[0], label="Model", elem_id="model")
             convention = gr.Dropdown(
@@ -390,10 +458,11 @@ def build_demo(models: Sequence[str], load: Callable, option_names: Sequence[str
 
         inputs = [text, model, convention, *option_boxes]
         outputs = [message, pictures, table, copyable]
-        button.click(parse, inputs, outputs)
-        text.submit(parse, inputs, outputs)
-        model.change(show_options, model, option_boxes)
-    return demo
+        # One concurrency group: a model loaded for its options does not run beside a parse either.
+        button.click(parse, inputs, outputs, concurrency_id="page")
+        text.submit(parse, inputs, outputs, concurrency_id="page")
+        model.change(show_options, model, option_boxes, concurrency_id="page")
+    return demo.queue(max_size=QUEUE_SIZE, default_concurrency_limit=CONCURRENCY)
 
 
 # Copied from hf_structure.demo.page_option_names
@@ -401,6 +470,11 @@ def page_option_names(parse_options: Iterable[Iterable[str]]) -> list[str]:
     """The page's option dropdowns, after the word convention's, for models whose `parse_options` are given: each
     option (`head_decoding` ...) but `structures` (the page shows every structure a model gives)."""
     return sorted(set().union(*parse_options) - {"structures"})
+
+
+# Copied from hf_structure.demo.MAX_UPLOAD_BYTES
+# The largest upload, in bytes: none, since the page has no file input (Gradio accepts any size by default).
+MAX_UPLOAD_BYTES = 0
 
 
 # Copied from hf_structure.demo.serve
@@ -414,7 +488,14 @@ def serve(page, host: str | None = None, port: int | None = None):
     theme = gr.themes.Default(
         font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
     )
-    page.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True, theme=theme)
+    page.launch(
+        server_name=host,
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        theme=theme,
+        max_file_size=MAX_UPLOAD_BYTES,
+    )
     return page.local_url
 
 
