@@ -1,6 +1,7 @@
 """`hf-structure parse` on a tiny random model: JSON lines, pre-tokenized and raw input, `--draw`, `--svg`, and
 clean errors."""
 
+import io
 import json
 import os
 import subprocess
@@ -155,6 +156,72 @@ def test_a_bad_line_gets_an_error_and_the_others_are_parsed(model, tmp_path, cap
     with pytest.raises(SystemExit) as exit_info:
         main(["parse", "--model", model, "--input", str(source), "--output", str(out), "--strict"])
     assert exit_info.value.code == 1
+
+
+@pytest.mark.parametrize("through", ["file", "stdin"])
+def test_a_line_over_the_cap_is_an_error_record_and_the_rest_parses(model, tmp_path, capsys, monkeypatch, through):
+    """A regular file is counted first, standard input is read once: both skip the long line unkept."""
+    source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    source.write_bytes(b"a dog ran\n" + b"x" * 250 + b"\n" + b"the old man sat\n" + b"y" * 101)
+    command = ["parse", "--model", model, "--input", str(source) if through == "file" else "-", "--output", str(out)]
+
+    def parse(max_line_bytes: int) -> None:
+        if through == "stdin":
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.read_bytes())))
+        main([*command, "--max-line-bytes", str(max_line_bytes)])
+
+    parse(100)
+    results = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [result["line"] for result in results] == [1, 2, 3, 4]
+    over = "over the cap of 100 for one line (--max-line-bytes): not read, not parsed"
+    assert results[1] == {"line": 2, "words": [], "error": f"line 2: 250 bytes, {over}"}
+    assert results[3] == {"line": 4, "words": [], "error": f"line 4: 101 bytes, {over}"}
+    check_line(results[0], ["a", "dog", "ran"])
+    assert "2 of 4 lines could not be parsed" in capsys.readouterr().err
+    parse(250)  # a line of the cap's length, its line feed aside, is read
+    assert [len(json.loads(line)["words"]) for line in out.read_text(encoding="utf-8").splitlines()] == [3, 1, 4, 1]
+
+
+def test_a_line_over_the_cap_ends_a_conllu_input_naming_it(model, tmp_path):
+    source = tmp_path / "in.conllu"
+    source.write_text("1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n\n# text = " + "x" * 200 + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["parse", "--model", model, "--input", str(source), "--max-line-bytes", "100"])
+    assert str(exit_info.value.code) == (
+        f"hf-structure parse: {source}:3: 209 bytes, over the cap of 100 for one line (--max-line-bytes): "
+        "not read, not parsed"
+    )
+
+
+def test_memory_stays_flat_on_a_stream_without_a_line_feed(model):
+    """A stream of 40 MB without a line feed, through a pipe (read once), under the default cap: parsing held about
+    100 bytes per byte of a line (4 GB here) before the cap; now the peak is that of a one-line input, give or take
+    what Python's allocator keeps. The peak is the kernel's (`wait4`'s maximum resident set)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
+    command = [sys.executable, "-m", "hf_structure.cli", "parse", "--model", model, "--input", "-"]
+
+    def peak_mb(stream: bytes, status: int) -> tuple[float, str]:
+        child = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert child.stdin and child.stdout
+
+        def write():
+            child.stdin.write(stream)
+            child.stdin.close()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        output = child.stdout.read()
+        writer.join()
+        _, wait_status, usage = os.wait4(child.pid, 0)  # Popen's own wait gives no resource usage
+        child.returncode = os.waitstatus_to_exitcode(wait_status)
+        assert child.returncode == status
+        return usage.ru_maxrss / 1024, output.decode()
+
+    one_line, _ = peak_mb(b"a dog ran\n", 0)
+    no_line_feed, output = peak_mb(b"a" * 40_000_000, 1)  # 1: every line failed
+    assert json.loads(output)["error"].startswith("line 1: 40,000,000 bytes, over the cap of 1,000,000")
+    assert no_line_feed < one_line + 60, (one_line, no_line_feed)
 
 
 def test_io_problems_are_reported_before_parsing(model, tmp_path):
@@ -399,13 +466,15 @@ class LineFeeder:
     line is asked for: what a streaming command wrote before it had read its whole input."""
 
     def __init__(self, lines: list[str], output: Path):
-        self.lines, self.output, self.written_when_read = lines, output, []
+        self.lines, self.output, self.written_when_read = iter(lines), output, []
         self.buffer = self
 
-    def __iter__(self):
-        for line in self.lines:
-            self.written_when_read.append(len(self.output.read_text().splitlines()) if self.output.exists() else 0)
-            yield (line + "\n").encode("utf-8")
+    def readline(self, size: int = -1) -> bytes:
+        line = next(self.lines, None)
+        if line is None:
+            return b""
+        self.written_when_read.append(len(self.output.read_text().splitlines()) if self.output.exists() else 0)
+        return (line + "\n").encode("utf-8")
 
 
 def test_results_are_written_a_window_at_a_time_while_the_input_is_read(model, tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ from .common import (
     resolved_model_path,
 )
 from .parse_input import (
+    MAX_LINE_BYTES,
     Unit,
     count_units,
     decoded_lines,
@@ -83,6 +84,15 @@ def add_command(commands) -> None:
         "--input-format",
         choices=("text", "conllu"),
         help="what --input holds (default: conllu for a .conllu file, text otherwise)",
+    )
+    parse.add_argument(
+        "--max-line-bytes",
+        type=count_argument,
+        default=MAX_LINE_BYTES,
+        metavar="N",
+        help=f"the longest line of --input read, in UTF-8 bytes (default {MAX_LINE_BYTES:,}): a longer one is "
+        "skipped, unread, as an error record (in CoNLL-U, an error that ends the input); the memory a parse takes "
+        "grows with it, about 100 bytes per byte",
     )
     parse.add_argument("--output", help="write here (default: standard output)")
     parse.add_argument(
@@ -174,7 +184,7 @@ def _parsed_units(parser, units: Iterable[Unit], pretokenized: bool, batch_size:
         for unit in units:
             checked = (
                 []
-                if unit.blank
+                if unit.blank or unit.error
                 else parser.sentences(
                     unit.item,
                     pretokenized,
@@ -208,6 +218,8 @@ def _unit_result(unit: Unit, results: list[dict]) -> dict | list[dict]:
     sentence, as `{"words": ..., "error": ...}`; the parse of given words; a list of parses for a text."""
     if unit.blank:
         return {"words": []}
+    if unit.error:
+        return {"words": [], "error": unit.error}
     error = next((result["error"] for result in results if "error" in result), None)
     if error is not None:
         return {"words": unit.text.split() if unit.words is None else unit.words, "error": error}
@@ -226,7 +238,11 @@ def run(args) -> None:
     # A regular file is counted first (the progress bar's total, a bad line refused before the model loads); any
     # other input, standard input, a FIFO or `<(...)`, is read once, as it is parsed.
     total = (
-        len(args.text) if args.text else count_units(args.input, input_format) if is_counted_first(args.input) else None
+        len(args.text)
+        if args.text
+        else count_units(args.input, input_format, args.max_line_bytes)
+        if is_counted_first(args.input)
+        else None
     )
     check_output(args.output, args.svg, args.input)
     output_format = output_format_of(args, input_format)
@@ -277,10 +293,12 @@ def run(args) -> None:
         if args.text:
             lines = args.text
         else:
-            lines = decoded_lines(stack.enter_context(opened_input(args.input)), input_name(args.input))
+            stream = stack.enter_context(opened_input(args.input))
+            lines = decoded_lines(stream, input_name(args.input), args.max_line_bytes)
         input_errors: list[SystemExit] = []
         units = until_input_error(
-            read_units(lines, input_format, pretokenized, input_name(args.input or "")), input_errors
+            read_units(lines, input_format, pretokenized, input_name(args.input or ""), args.max_line_bytes),
+            input_errors,
         )
         output_file = joined_file = None
         if share:

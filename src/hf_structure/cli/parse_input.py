@@ -18,6 +18,18 @@ if TYPE_CHECKING:
 
 
 STDIN = "-"
+# The longest line read (in UTF-8 bytes, its line feed aside), spaCy's `nlp.max_length` in characters: parsing holds
+# about 100 bytes per byte of a line, so a line without a line feed (`/dev/zero`, a binary file) would take all the
+# memory there is. A longer line is skipped unkept, as an error record; `--max-line-bytes` changes it.
+MAX_LINE_BYTES = 1_000_000
+# How much of a skipped line is read at a time.
+SKIP_CHUNK_BYTES = 1 << 16
+
+
+class SkippedLine(NamedTuple):
+    """A line of more than the cap's bytes, read through without being kept."""
+
+    size: int  # its bytes, as far as they were read (a stream that ends in it ends the count)
 
 
 class Unit(NamedTuple):
@@ -29,6 +41,7 @@ class Unit(NamedTuple):
     text: str
     words: list[str] | None = None
     conllu: ConlluSentence | None = None
+    error: str | None = None  # why it is not parsed, found while reading it (a line over the cap)
 
     @property
     def name(self) -> str:
@@ -42,19 +55,28 @@ class Unit(NamedTuple):
 
     @property
     def blank(self) -> bool:
-        return not (self.text.strip() if self.words is None else self.words)
+        return self.error is None and not (self.text.strip() if self.words is None else self.words)
 
 
 def input_name(path: str) -> str:
     return "standard input" if path == STDIN else path
 
 
-def decoded_lines(stream, name: str) -> Iterator[str]:
+def decoded_lines(stream, name: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[str | SkippedLine]:
     """The lines of a UTF-8 byte stream, without their ends, or a clear error naming the input and line. Only a line
     feed ends a line (a CRLF's carriage return is dropped): `str.splitlines` also breaks at form feeds,
     U+001C-U+001E, U+0085 and U+2028, which would give more results than input lines and shift every later one. A
-    byte-order mark at the start is not text."""
-    for number, data in enumerate(stream, start=1):
+    byte-order mark at the start is not text. A line of more than `max_line_bytes` is read through in chunks and
+    given as a `SkippedLine`, so that no input holds more than the cap in memory."""
+    number = 0
+    while data := stream.readline(max_line_bytes + 1):
+        number += 1
+        if len(data) > max_line_bytes and not (len(data) == max_line_bytes + 1 and data.endswith(b"\n")):
+            size = len(data)
+            while not data.endswith(b"\n") and (data := stream.readline(SKIP_CHUNK_BYTES)):
+                size += len(data)
+            yield SkippedLine(size - data.endswith(b"\n"))
+            continue
         try:
             text = data.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as error:
@@ -62,6 +84,12 @@ def decoded_lines(stream, name: str) -> Iterator[str]:
                 "parse", f"{name}:{number}: not UTF-8 text (byte {error.start} of the line); is it a binary file?"
             ) from None
         yield text.removesuffix("\n").removesuffix("\r")
+
+
+def skipped_line_error(line: SkippedLine, max_line_bytes: int) -> str:
+    return (
+        f"{line.size:,} bytes, over the cap of {max_line_bytes:,} for one line (--max-line-bytes): not read, not parsed"
+    )
 
 
 @contextlib.contextmanager
@@ -78,19 +106,32 @@ def opened_input(path: str):
         yield stream
 
 
-def read_units(lines: Iterable[str], input_format: str, pretokenized: bool, name: str) -> Iterator[Unit]:
+def read_units(
+    lines: Iterable[str | SkippedLine], input_format: str, pretokenized: bool, name: str, max_line_bytes: int
+) -> Iterator[Unit]:
+    """The units of `lines` (`decoded_lines`): a skipped line of text is its error record; in CoNLL-U, whose blocks
+    it would break, it ends the input with an error naming it."""
     if input_format == "conllu":
         from ..data.conllu_format import read_conllu_sentences
         from ..data.gold import TreebankFormatError
 
+        def whole(lines):
+            for number, line in enumerate(lines, start=1):
+                if isinstance(line, SkippedLine):
+                    raise fail("parse", f"{name}:{number}: {skipped_line_error(line, max_line_bytes)}")
+                yield line
+
         try:
-            for number, sentence in enumerate(read_conllu_sentences(lines, name), start=1):
+            for number, sentence in enumerate(read_conllu_sentences(whole(lines), name), start=1):
                 yield Unit(number, " ".join(sentence.words), sentence.words, sentence)
         except TreebankFormatError as error:
             raise fail("parse", str(error)) from None
         return
     for number, line in enumerate(lines, start=1):
-        yield Unit(number, line, line.split() if pretokenized else None)
+        if isinstance(line, SkippedLine):
+            yield Unit(number, "", error=f"line {number}: {skipped_line_error(line, max_line_bytes)}")
+        else:
+            yield Unit(number, line, line.split() if pretokenized else None)
 
 
 def until_input_error(units: Iterable[Unit], errors: list) -> Iterator[Unit]:
@@ -114,11 +155,12 @@ def is_counted_first(path: str) -> bool:
         return True
 
 
-def count_units(path: str, input_format: str) -> int:
+def count_units(path: str, input_format: str, max_line_bytes: int) -> int:
     """How many units a file holds, read once before the model loads: a file that is not UTF-8 or not CoNLL-U is
     refused before any work, and the progress bar knows its total. Nothing is kept."""
     with opened_input(path) as stream:
-        return sum(1 for _ in read_units(decoded_lines(stream, path), input_format, False, path))
+        lines = decoded_lines(stream, path, max_line_bytes)
+        return sum(1 for _ in read_units(lines, input_format, False, path, max_line_bytes))
 
 
 def input_format_of(args) -> str:
