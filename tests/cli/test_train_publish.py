@@ -429,6 +429,42 @@ def test_a_teacher_without_a_tree_for_a_training_sentence_is_one_line(tmp_path):
         )
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--teacher_anneal_start", "1", "--teacher_anneal_end", "2"], "--teacher_anneal_* need --teacher_model or"),
+        (["--teacher_anneal_start", "1"], "--teacher_anneal_start and --teacher_anneal_end go together"),
+        (["--teacher_trees", "t.jsonl"], "a teacher trains the top-down parser: it needs --pruning parser"),
+        (["--model_name_or_path", "structformer"], "--model_type r2d2 disagrees with --model_name_or_path"),
+        (["--lr_decay_by_wall_clock"], "--lr_decay_by_wall_clock needs --max_train_time_s"),
+        (["--pruning", "parser", "--teacher_trees", "gone.jsonl"], "cannot read trees file gone.jsonl: No such file"),
+    ],
+    ids=[
+        "anneal-without-teacher",
+        "anneal-half",
+        "teacher-without-pruning",
+        "type-disagrees",
+        "decay-no-budget",
+        "no-trees-file",
+    ],
+)
+def test_options_that_contradict_each_other_are_one_line(options, message, tmp_path, monkeypatch):
+    """Checks of options against each other raised a plain ValueError: a traceback ended the command."""
+    from tests.training.test_run_mlm import TINY_R2D2
+
+    text = tmp_path / "domain.txt"
+    text.write_text("\n".join(CORPUS) + "\n")
+    (tmp_path / "t.jsonl").write_text("")
+    monkeypatch.chdir(tmp_path)
+    if "--model_name_or_path" in options:  # a saved StructFormer
+        options = ["--model_name_or_path", str(save_tiny_model(tmp_path / "structformer"))]
+    arguments = [*TINY_R2D2, *options, "--train_file", str(text), "--do_train", "--max_steps", "1"]
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["train-lm", *arguments, "--output_dir", str(tmp_path / "out"), *QUIET])
+    line = str(ended.value.code)
+    assert line.startswith(f"hf-structure train-lm: {message}") and "\n" not in line, line
+
+
 def test_export_of_a_folder_without_a_model_is_one_line(tmp_path):
     with pytest.raises(SystemExit) as ended:
         cli.main(["export", "--model", str(tmp_path), "--output", str(tmp_path / "out")])

@@ -32,8 +32,10 @@ def read_trees_file(path: str | Path) -> dict[tuple[str, ...], list[Span]]:
                 if outside:
                     raise TreesFileError(f"{path}, line {number}: span {outside[0]} outside its {len(words)} words")
                 trees.setdefault(words, spans)
-    except (OSError, UnicodeDecodeError) as error:
-        raise TreesFileError(f"{path}: {error}") from None
+    except OSError as error:
+        raise TreesFileError(f"cannot read trees file {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise TreesFileError(f"{path}: not UTF-8 text ({error.reason})") from None
     return trees
 
 

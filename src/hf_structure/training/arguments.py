@@ -45,10 +45,12 @@ def parse_arguments(
         given_type, saved = known.model_type, known.model_name_or_path
     model_type = saved_model_type(saved) if saved else given_type or default_model_type
     if saved and given_type and given_type != model_type:
-        raise ValueError(f"--model_type {given_type} disagrees with --model_name_or_path {saved}, a {model_type}")
+        raise EntryArgumentsError(
+            f"--model_type {given_type} disagrees with --model_name_or_path {saved}, a {model_type}"
+        )
     recipe = model_spec(model_type).training_recipe()
     if not isinstance(recipe, recipe_kind):
-        raise ValueError(
+        raise EntryArgumentsError(
             f"model type {model_type!r} is not trained by this entry (its recipe is a "
             f"{type(recipe).__name__}, not a {recipe_kind.__name__})"
         )
@@ -76,7 +78,8 @@ class TrainingDataError(ValueError):
 
 
 class EntryArgumentsError(ValueError):
-    """Arguments that parse but give the entry nothing to do; the message names the options it needs."""
+    """Arguments that parse but that the entry refuses: options that contradict each other or the model, or give it
+    nothing to do; the message names the options (the entries end with it in one line)."""
 
 
 class ConfigOverrideError(ValueError):
@@ -165,5 +168,5 @@ class PretrainedEncoderArguments:
         folder = self.encoder_folder()
         saved = json.loads((folder / "config.json").read_text())
         if saved.get("model_type", "bert") != "bert":
-            raise ValueError(f"--encoder {self.encoder}: a {saved['model_type']!r} model, not a BERT")
+            raise EntryArgumentsError(f"--encoder {self.encoder}: a {saved['model_type']!r} model, not a BERT")
         return BertConfig.from_pretrained(folder), f"{self.encoder} ({saved.get('_name_or_path', folder)})"

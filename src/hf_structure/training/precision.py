@@ -7,6 +7,7 @@ import torch
 from transformers import TrainingArguments
 
 from ..machine import cpu_flags
+from .arguments import EntryArgumentsError
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ def with_chosen_precision(training_args: TrainingArguments, precision: str) -> T
     bf16 nor fp16 was asked for, and the CPU has native bf16 (1.6-1.8x the words/s of float32 on the 2-core AMD EPYC
     of docs/benchmark-history.md). `"fp32"` leaves the arguments as given."""
     if precision not in PRECISIONS:
-        raise ValueError(f"--precision must be one of {PRECISIONS}, got {precision!r}")
+        raise EntryArgumentsError(f"--precision must be one of {PRECISIONS}, got {precision!r}")
     on_cpu = training_args.use_cpu or not torch.cuda.is_available()
     if precision == "fp32" or training_args.bf16 or training_args.fp16 or not on_cpu or not cpu_has_native_bf16():
         return training_args

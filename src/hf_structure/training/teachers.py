@@ -23,6 +23,7 @@ from ..file_modes import written_whole
 from ..structs.decoding import TIE_BREAKS, average_trees
 from ..structs.merge_orders import merge_order_from_split_scores
 from ..structs.trees import Span, spans_to_distances
+from .arguments import EntryArgumentsError
 
 logger = logging.getLogger(__name__)
 TEACHER_COLUMN = "teacher_merge_order"
@@ -70,13 +71,15 @@ class TeacherArguments:
 
     def __post_init__(self):
         if self.teacher_tie_break not in TIE_BREAKS:
-            raise ValueError(f"--teacher_tie_break must be one of {TIE_BREAKS}, got {self.teacher_tie_break!r}")
+            raise EntryArgumentsError(
+                f"--teacher_tie_break must be one of {TIE_BREAKS}, got {self.teacher_tie_break!r}"
+            )
         if (self.teacher_anneal_start is None) != (self.teacher_anneal_end is None):
-            raise ValueError("--teacher_anneal_start and --teacher_anneal_end go together")
+            raise EntryArgumentsError("--teacher_anneal_start and --teacher_anneal_end go together")
         if self.teacher_anneal_start is not None and not 0 <= self.teacher_anneal_start < self.teacher_anneal_end:
-            raise ValueError("--teacher_anneal_start must be >= 0 and below --teacher_anneal_end")
+            raise EntryArgumentsError("--teacher_anneal_start must be >= 0 and below --teacher_anneal_end")
         if self.teacher_anneal_start is not None and not self.has_teacher:
-            raise ValueError("--teacher_anneal_* need --teacher_model or --teacher_trees")
+            raise EntryArgumentsError("--teacher_anneal_* need --teacher_model or --teacher_trees")
 
     @property
     def has_teacher(self) -> bool:
@@ -195,7 +198,7 @@ def with_teacher_merge_orders(arguments: TeacherArguments, dataset, lines: list[
     `length`) with each one's teacher tree as a merge order (`TEACHER_COLUMN`), the teachers' trees averaged."""
     sentences = [words for words in (line.split() for line in lines) if words]
     if len(sentences) != len(dataset) or any(len(w) < n for w, n in zip(sentences, dataset["length"])):
-        raise ValueError("teacher trees need one token per word of the training text (a word-level tokenizer)")
+        raise EntryArgumentsError("teacher trees need one token per word of the training text (a word-level tokenizer)")
     sentences = [words[:length] for words, length in zip(sentences, dataset["length"])]
     trees = arguments.trees(sentences, output_dir)
     lengths = torch.tensor([len(words) for words in sentences])

@@ -24,6 +24,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments, get_schedu
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from ..file_modes import with_default_mode
+from .arguments import EntryArgumentsError
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ class LengthGroupedTrainer(Trainer):
         if self.wall_clock:
             self.add_callback(self.wall_clock)
         if getattr(self.args, "lr_decay_by_wall_clock", False) and not self.wall_clock:
-            raise ValueError("--lr_decay_by_wall_clock needs --max_train_time_s")
+            raise EntryArgumentsError("--lr_decay_by_wall_clock needs --max_train_time_s")
         if learning_rate_of is not None and optimizer_parts:
             raise ValueError("give learning_rate_of or optimizer_parts, not both")
         self.optimizer_parts = optimizer_parts or []
@@ -554,7 +555,7 @@ def one_line_failures(command: str) -> Iterator[None]:
     file, a setting, a missing extra, a full or read-only disk) as one line on standard error, `command: message`,
     exit status 1. Any other error keeps its traceback: it is a fault to report."""
     from ..extras import MissingExtraError
-    from .arguments import ConfigOverrideError, EntryArgumentsError, TrainingDataError
+    from .arguments import ConfigOverrideError, TrainingDataError
     from .teachers import TeacherTreesError
 
     try:

@@ -13,7 +13,7 @@ from transformers import AutoTokenizer
 from ...data.tokenization import first_piece_positions
 from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration, swap_oracle
 from ...training import ParserTraining
-from ...training.arguments import PretrainedEncoderArguments
+from ...training.arguments import EntryArgumentsError, PretrainedEncoderArguments
 from .configuration_g2gtr import G2GTrConfig
 from .modeling_g2gtr import TO_DEPENDENT, TO_HEAD, configuration_slot_positions, initial_piece_relations
 
@@ -73,7 +73,7 @@ def load_bert_encoder(model, folder: Path) -> None:
         name for name in missing if name.startswith(("embeddings.", "layers.")) and "relation" not in name
     ]
     if encoder_missing or unexpected:
-        raise ValueError(f"{folder}: encoder weights missing {encoder_missing}, unexpected {unexpected}")
+        raise EntryArgumentsError(f"{folder}: encoder weights missing {encoder_missing}, unexpected {unexpected}")
 
 
 def initialise(model, arguments: G2GTrTrainingArguments) -> None:

@@ -15,7 +15,7 @@ import torch
 from transformers import PreTrainedTokenizerBase, TrainerCallback
 
 from ...training import LanguageModelTraining
-from ...training.arguments import TransformerSizeArguments
+from ...training.arguments import EntryArgumentsError, TransformerSizeArguments
 from ...training.teachers import (
     TEACHER_COLUMN,
     TeacherArguments,
@@ -75,7 +75,7 @@ class R2D2TrainingArguments(TeacherArguments, TransformerSizeArguments):
     def __post_init__(self):
         super().__post_init__()
         if self.parser_only and not self.has_teacher:
-            raise ValueError("--parser_only needs --teacher_model or --teacher_trees")
+            raise EntryArgumentsError("--parser_only needs --teacher_model or --teacher_trees")
 
 
 class EveryWordCollator:
@@ -169,7 +169,7 @@ def teacher_columns(arguments: R2D2TrainingArguments, model, dataset, lines: lis
     if not arguments.has_teacher:
         return dataset
     if model.config.pruning != "parser":
-        raise ValueError("a teacher trains the top-down parser: it needs --pruning parser (Fast-R2D2)")
+        raise EntryArgumentsError("a teacher trains the top-down parser: it needs --pruning parser (Fast-R2D2)")
     if model.config.parser_target != "teacher":
         logger.info(
             "teacher trees given: the parser's target becomes the teacher's (was %r)", model.config.parser_target
