@@ -199,21 +199,24 @@ def test_a_served_page_refuses_a_text_over_its_caps_and_uploads_and_still_answer
 
 
 class HeldPipeline:
-    """A pipeline whose every parse waits for `release`, counting the parses running at once (`most`)."""
+    """A pipeline whose every parse waits for `release`, counting the parses running at once (`running`, `most`)."""
 
     model = None  # no options
 
     def __init__(self):
-        self.started, self.release, self.lock = threading.Event(), threading.Event(), threading.Lock()
+        from hf_structure.threads import LoadMeasurement
+
+        self.load = LoadMeasurement()
+        self.release, self.changed = threading.Event(), threading.Condition()
         self.running = self.most = 0
 
     def sentences(self, text, **options):
-        with self.lock:
+        with self.changed:
             self.running += 1
             self.most = max(self.most, self.running)
-        self.started.set()
+            self.changed.notify_all()
         self.release.wait(120)
-        with self.lock:
+        with self.changed:
             self.running -= 1
         return []
 
@@ -222,11 +225,11 @@ class HeldPipeline:
 
 
 @pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
-def test_requests_are_parsed_one_at_a_time_and_one_beyond_the_queue_is_refused():
+def test_requests_are_parsed_two_at_a_time_and_one_beyond_the_queue_is_refused():
     from gradio_client import Client
     from gradio_client.utils import QueueError, Status
 
-    from hf_structure.demo import QUEUE_SIZE, build_demo, serve
+    from hf_structure.demo import CONCURRENCY, QUEUE_SIZE, build_demo, serve
 
     pipeline = HeldPipeline()
     page = build_demo(["held"], lambda _: pipeline, [])
@@ -236,8 +239,9 @@ def test_requests_are_parsed_one_at_a_time_and_one_beyond_the_queue_is_refused()
         def submit():
             return client.submit("A dog ran.", "held", MODEL_DEFAULT, api_name="/parse")
 
-        jobs = [submit()]
-        assert pipeline.started.wait(60)
+        jobs = [submit() for _ in range(CONCURRENCY)]
+        with pipeline.changed:
+            assert pipeline.changed.wait_for(lambda: pipeline.running == CONCURRENCY, timeout=60)
         for _ in range(QUEUE_SIZE):
             jobs.append(submit())
             deadline = time.monotonic() + 60
@@ -247,8 +251,8 @@ def test_requests_are_parsed_one_at_a_time_and_one_beyond_the_queue_is_refused()
         with pytest.raises(QueueError, match="Queue is full"):
             refused.result(timeout=60)
         pipeline.release.set()
-        assert [job.result(timeout=60)[0] for job in jobs] == [""] * (QUEUE_SIZE + 1)
-        assert pipeline.most == 1
+        assert [job.result(timeout=60)[0] for job in jobs] == [""] * (CONCURRENCY + QUEUE_SIZE)
+        assert pipeline.most == CONCURRENCY == 2
     finally:
         pipeline.release.set()
         page.close()

@@ -125,3 +125,11 @@ def test_parsing_profile_quick_splits_the_time_among_the_parts():
     for part in ("encoder", "scorers", "decoding (exact DP)", "word pieces", "the rest of the pipeline's call"):
         assert sum(row.startswith(f"{part} ") for row in rows) == 2  # float32 and int8
     assert "MFLOP a line" in out and "GFLOP/s float32" in out
+
+
+def test_demo_latency_quick_times_a_short_text_behind_each_long_one():
+    pytest.importorskip("gradio", reason="the demo extra (Gradio) is not installed")
+    out = run_benchmark("benchmarks/demo_latency.py", "--quick")
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| structformer-ptb | ")]
+    assert [row[1].split(" (")[0] for row in rows] == ["capped", "longest", "big"]
+    assert all(float(seconds) > 0 for row in rows for seconds in row[2:5])

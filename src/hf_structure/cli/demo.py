@@ -7,7 +7,7 @@ import errno
 import socket
 import time
 
-from ..demo import MAX_CHARACTERS, MAX_SENTENCE_WORDS, MAX_SENTENCES, MAX_WORDS
+from ..demo import CONCURRENCY, MAX_CHARACTERS, MAX_SENTENCE_WORDS, MAX_SENTENCES, MAX_WORDS, QUEUE_SIZE
 from .common import count_or_zero_argument, fail, load_or_fail, resolved_model_path
 
 
@@ -17,7 +17,7 @@ def add_command(commands) -> None:
         help="serve a page to try the models in a browser, on localhost (needs hf_structure[demo])",
         description="Serve a page to try the models in a browser. It parses a text of at most "
         f"{MAX_CHARACTERS:,} characters, {MAX_SENTENCES} sentences and {MAX_WORDS} words ({MAX_SENTENCE_WORDS} to a "
-        "sentence), one request at a time, and refuses uploads.",
+        f"sentence), {CONCURRENCY} requests at a time with {QUEUE_SIZE} more waiting, and refuses uploads.",
     )
     demo.add_argument(
         "--model",
