@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Unpack
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import BertModel, PreTrainedModel
 from transformers import initialization as init
@@ -114,9 +113,11 @@ class ArcHybridPreTrainedModel(PreTrainedModel):
 
 
 class ArcHybridForParsing(ArcHybridPreTrainedModel):
-    """The encoder, the four scorers (arcs, labels, transitions, matchings) and exact decoding."""
+    """The encoder, the four scorers (arcs, labels, transitions, matchings) and exact decoding. `teacher_weight`: in
+    distillation (a teacher's distributions given to `forward`), their share of the arc and label losses."""
 
     accepts_loss_kwargs = False
+    teacher_weight = 0.5
 
     def __init__(self, config: ArcHybridConfig):
         super().__init__(config)
@@ -281,6 +282,8 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         labels: torch.LongTensor | None = None,
         steps: torch.LongTensor | None = None,
         matchings: torch.LongTensor | None = None,
+        teacher_arcs: torch.Tensor | None = None,
+        teacher_labels: torch.Tensor | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> ArcHybridOutput:
         """Scores of a batch of sentences, and with the gold targets the training loss.
@@ -293,6 +296,10 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             matchings: `(B, n, 3)` each shifted word's (word, stack-size bucket, buffer front at its reduction);
                 -100 padding.
             (heads, labels, steps and matchings are the training targets: all or none.)
+            teacher_arcs: `(B, P, P)` `[b, h, d]` a teacher's p(h | d) (distillation; 0 where nothing is);
+                teacher_labels: `(B, P, labels)` its label distribution of each word's arc from its gold head. With
+                them the arc and label losses are `(1 - teacher_weight)` x the gold cross-entropy `+ teacher_weight`
+                x the cross-entropy against the teacher's distribution.
         """
         targets = {"heads": heads, "labels": labels, "steps": steps, "matchings": matchings}
         missing = [name for name, target in targets.items() if target is None]
@@ -304,9 +311,14 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         if heads is not None and labels is not None and steps is not None and matchings is not None:
             real = heads.ne(-100)
             gold_heads = heads.clamp(min=0)
-            arc_loss = -arc_log_probs.gather(1, gold_heads[:, None]).squeeze(1)[real].mean()
-            label_logits = self.label_logits(words, gold_heads)
-            label_loss = F.cross_entropy(label_logits[real].float(), labels[real])
+            arc_losses = -arc_log_probs.gather(1, gold_heads[:, None]).squeeze(1)
+            label_log_probs = self.label_logits(words, gold_heads).float().log_softmax(dim=-1)
+            label_losses = -label_log_probs.gather(-1, labels.clamp(min=0)[..., None]).squeeze(-1)
+            if teacher_arcs is not None and teacher_labels is not None:
+                weight = self.teacher_weight
+                arc_losses = (1 - weight) * arc_losses - weight * (teacher_arcs * arc_log_probs).sum(1)
+                label_losses = (1 - weight) * label_losses - weight * (teacher_labels * label_log_probs).sum(-1)
+            arc_loss, label_loss = arc_losses[real].mean(), label_losses[real].mean()
             step_real = steps[..., 0].ne(-100)
             transitions = self.transition_log_probs(words, lengths)
             batch = torch.arange(words.size(0), device=words.device)[:, None]

@@ -3,18 +3,21 @@ its oracle derivation as the stack-size DP scores it, an encoder initialised fro
 stored in half precision for the encoder from the bottom up. Training code only: no modeling file imports this
 module."""
 
+import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
+from tqdm.auto import tqdm
 from transformers import AutoTokenizer, BertModel
 
 from ...data.tokenization import encode_word_pieces
 from ...structs.arc_hybrid import stack_size_events, static_oracle
 from ...structs.trees import projectivize
 from ...training import ParserTraining
-from ...training.arguments import PretrainedEncoderArguments
+from ...training.arguments import EntryArgumentsError, PretrainedEncoderArguments
 from .configuration_arc_hybrid import ArcHybridConfig
+from .modeling_arc_hybrid import ArcHybridForParsing
 
 logger = logging.getLogger(__name__)
 
@@ -22,11 +25,64 @@ logger = logging.getLogger(__name__)
 @dataclass
 class ArcHybridTrainingArguments(PretrainedEncoderArguments):
     """A new parser's encoder (`--config_overrides encoder_type=bilstm` takes only its tokenizer and word-piece
-    embeddings)."""
+    embeddings), or a trained arc-hybrid parser to learn from (distillation: `--teacher_model`)."""
+
+    teacher_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "New parser: a trained arc-hybrid parser (folder or bundled name, e.g. arc-hybrid-ewt) that "
+            "teaches it: the new parser starts from its tokenizer, its word-piece embeddings, its bottom "
+            "--student_layers encoder layers and every scorer of the same shape, and learns its head and label "
+            "distributions beside the gold tree's (--teacher_weight). --encoder is then not read."
+        },
+    )
+    student_layers: int | None = field(
+        default=None, metadata={"help": "With --teacher_model: the encoder layers kept (default: all of them)."}
+    )
+    teacher_weight: float = field(
+        default=0.5,
+        metadata={"help": "With --teacher_model: the teacher's share of the arc and label losses (0 to 1)."},
+    )
+
+    def __post_init__(self):
+        if not 0 <= self.teacher_weight <= 1:
+            raise EntryArgumentsError(f"--teacher_weight must be between 0 and 1, got {self.teacher_weight}")
+        if self.student_layers is not None and self.teacher_model is None:
+            raise EntryArgumentsError("--student_layers needs --teacher_model")
+
+
+@functools.lru_cache(maxsize=1)
+def load_teacher(name: str):
+    """The teacher parser (in eval mode, float32) and its tokenizer, loaded once per run."""
+    from ...bundled import load_model_and_tokenizer
+
+    teacher, tokenizer = load_model_and_tokenizer(name)
+    if not isinstance(teacher, ArcHybridForParsing):
+        raise EntryArgumentsError(f"--teacher_model {name}: a {teacher.config.model_type} model, not an arc-hybrid one")
+    return teacher.float(), tokenizer
 
 
 def new_config(arguments: ArcHybridTrainingArguments, sentences: list[dict], deprels: list[str]):
-    """A parser of the pretrained encoder's sizes, and the encoder's tokenizer."""
+    """A parser of the pretrained encoder's sizes and the encoder's tokenizer; or, with a teacher, the teacher's
+    config with its bottom `student_layers` layers, and the teacher's tokenizer."""
+    if arguments.teacher_model:
+        teacher, tokenizer = load_teacher(arguments.teacher_model)
+        if sorted(deprels) != sorted(teacher.config.deprels):
+            raise EntryArgumentsError(
+                f"--teacher_model {arguments.teacher_model}: its labels are not the training data's "
+                f"({len(teacher.config.deprels)} against {len(deprels)})"
+            )
+        config = ArcHybridConfig.from_dict(teacher.config.to_dict())
+        layers = config.encoder_config.num_hidden_layers
+        if arguments.student_layers is not None:
+            if not 1 <= arguments.student_layers <= layers:
+                raise EntryArgumentsError(f"--student_layers must be 1 to the teacher's {layers}")
+            config.encoder_config.num_hidden_layers = arguments.student_layers
+        config.encoder_init = (
+            f"{arguments.teacher_model}: its embeddings and bottom {config.encoder_config.num_hidden_layers} of "
+            f"{layers} layers"
+        )
+        return config, tokenizer
     encoder, origin = arguments.encoder_config()
     config = ArcHybridConfig(encoder_config=encoder, deprels=deprels, encoder_init=origin)
     return config, AutoTokenizer.from_pretrained(arguments.encoder_folder())
@@ -34,7 +90,22 @@ def new_config(arguments: ArcHybridTrainingArguments, sentences: list[dict], dep
 
 def initialise(model, arguments: ArcHybridTrainingArguments) -> None:
     """The pretrained BERT's weights: all but the pooler (unused) for a BERT encoder, the word-piece embeddings for
-    a BiLSTM one."""
+    a BiLSTM one. With a teacher: each of its weights that the new parser has in the same shape (the embeddings,
+    the bottom layers, the scorers the overrides leave as they were), and the teacher's share of the loss."""
+    if arguments.teacher_model:
+        teacher, _ = load_teacher(arguments.teacher_model)
+        own = model.state_dict()
+        copied = {
+            name: weight
+            for name, weight in teacher.state_dict().items()
+            if name in own and own[name].shape == weight.shape
+        }
+        model.load_state_dict(copied, strict=False)
+        model.teacher_weight = arguments.teacher_weight
+        logger.info(
+            "from the teacher: %d of the %d weights; new: %s", len(copied), len(own), sorted(set(own) - set(copied))
+        )
+        return
     pretrained = BertModel.from_pretrained(arguments.encoder_folder())
     if model.config.encoder_type == "bert":
         weights = {k: v for k, v in pretrained.state_dict().items() if not k.startswith("pooler.")}
@@ -75,7 +146,29 @@ def arc_hybrid_examples(sentences: list[dict], tokenizer, deprels: list[str], st
 
 
 def examples(model, sentences: list[dict], tokenizer, arguments: ArcHybridTrainingArguments) -> list[dict]:
-    return arc_hybrid_examples(sentences, tokenizer, model.config.deprels, model.config.stack_buckets)
+    rows = arc_hybrid_examples(sentences, tokenizer, model.config.deprels, model.config.stack_buckets)
+    if arguments.teacher_model:
+        teacher, _ = load_teacher(arguments.teacher_model)
+        with_teacher_distributions(rows, teacher, ArcHybridCollator(tokenizer.pad_token_id))
+    return rows
+
+
+@torch.no_grad()
+def with_teacher_distributions(rows: list[dict], teacher, collate, batch_size: int = 32) -> None:
+    """Add to each example the teacher's distributions: `teacher_arcs`, for each word d its p(h | d) over the heads
+    0..n, and `teacher_labels`, its label distribution for the arc from its gold head. Computed once, before
+    training, in batches of similar lengths."""
+    order = sorted(range(len(rows)), key=lambda index: rows[index]["length"])
+    for start in tqdm(range(0, len(order), batch_size), desc="teacher distributions", unit="batch"):
+        batch = [rows[index] for index in order[start : start + batch_size]]
+        inputs = collate(batch)
+        output = teacher(**{key: inputs[key] for key in ("input_ids", "attention_mask", "first_pieces", "lengths")})
+        label_probs = teacher.label_logits(output.word_states, inputs["heads"].clamp(min=0)).float().softmax(-1)
+        arc_probs = output.arc_log_probs.exp()
+        for row, arcs, labels in zip(batch, arc_probs, label_probs, strict=True):
+            length = len(row["heads"]) - 1
+            row["teacher_arcs"] = arcs[: length + 1, 1 : length + 1].T.tolist()  # [d - 1][h]
+            row["teacher_labels"] = labels[1 : length + 1].tolist()  # [d - 1][label]
 
 
 class ArcHybridCollator:
@@ -94,7 +187,7 @@ class ArcHybridCollator:
         heads = torch.nn.functional.pad(padded("heads", -100), (0, 1), value=-100)
         labels = torch.nn.functional.pad(padded("labels", -100), (0, 1), value=-100)
         heads[:, 0] = labels[:, 0] = -100  # ROOT has no head
-        return {
+        batch = {
             "input_ids": input_ids.masked_fill(input_ids.eq(-1), self.pad_token_id),
             "attention_mask": input_ids.ne(-1).long(),
             "first_pieces": first_pieces,
@@ -104,6 +197,16 @@ class ArcHybridCollator:
             "steps": padded("steps", -100),
             "matchings": padded("matchings", -100),
         }
+        if "teacher_arcs" in examples[0]:
+            positions = heads.size(1)  # ROOT, the words, the empty buffer
+            arcs = torch.zeros(len(examples), positions, positions)
+            label_probs = torch.zeros(len(examples), positions, len(examples[0]["teacher_labels"][0]))
+            for index, example in enumerate(examples):
+                by_word = torch.tensor(example["teacher_arcs"])  # (n, n + 1): [d - 1, h]
+                arcs[index, : by_word.size(1), 1 : by_word.size(0) + 1] = by_word.T
+                label_probs[index, 1 : by_word.size(0) + 1] = torch.tensor(example["teacher_labels"])
+            batch.update(teacher_arcs=arcs, teacher_labels=label_probs)
+        return batch
 
 
 def collator(model, tokenizer, arguments: ArcHybridTrainingArguments) -> ArcHybridCollator:
