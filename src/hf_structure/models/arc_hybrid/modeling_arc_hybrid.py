@@ -465,6 +465,10 @@ def word_piece_length_error(words: list[str], tokenizer, max_pieces: int) -> str
     before batching, so that its error names the caller's item rather than a position in a batch."""
     if len(words) > max_pieces:  # every word is a piece at least: no need to cut a huge sentence into pieces
         return f"{len(words)} words; this model reads at most {max_pieces} word pieces"
+    # A piece holds one byte of its word at least (a word of no piece is read as one unknown piece): a sentence of
+    # fewer bytes than positions fits without being cut into pieces a first time (the parse cuts it).
+    if sum(len(word.encode("utf-8")) or 1 for word in words) + tokenizer.num_special_tokens_to_add() <= max_pieces:
+        return None
     count = int(encode_word_pieces([words], tokenizer, max_pieces=math.inf)["attention_mask"].sum())
     return too_many_pieces(count, max_pieces) if count > max_pieces else None
 
