@@ -72,6 +72,10 @@ def main(argv: list[str] | None = None) -> None:
         help="what this run fine-tuned, so that its stages come first: the earlier run folder (its training record), "
         "or a JSON file listing the earlier stages' records (a weights-only snapshot's stages.json)",
     )
+    parser.add_argument(
+        "--teacher",
+        help="the parser the run learned from (--teacher_model): scored on the same dev and test data, for the card",
+    )
     args = parser.parse_args(argv)
     run, output = Path(args.run), Path(args.output)
 
@@ -145,6 +149,17 @@ def main(argv: list[str] | None = None) -> None:
         **test,
         "dev": {key: value for key, value in dev.items() if key != "scoring"},
     }
+    if args.teacher:
+        teacher, teacher_tokenizer = load_model_and_tokenizer(args.teacher)
+        teacher_dev = evaluate_on_conllu(teacher, teacher_tokenizer, args.dev)
+        teacher_test = evaluate_on_conllu(teacher, teacher_tokenizer, args.test)
+        record["teacher"] = {
+            "model": args.teacher,
+            "layers": teacher.config.encoder_config.num_hidden_layers,
+            "uas": teacher_test["uas"],
+            "las": teacher_test["las"],
+            "dev": {"uas": teacher_dev["uas"], "las": teacher_dev["las"]},
+        }
     write_eval_record(output, record)
     render_model_card(output).save(output / "README.md")
     print(json.dumps(record))
