@@ -5,25 +5,27 @@ PY := $(VENV)/bin/python
 DATA ?= ../shared/data
 STAMP := $(VENV)/.installed
 
-$(STAMP): pyproject.toml packages/hf-structure-g2gtr-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt/pyproject.toml
+$(STAMP): pyproject.toml packages/hf-structure-g2gtr-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt-small/pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,train,eval,spacy,docs,demo]'
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-g2gtr-ewt
 	$(PY) -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
+	$(PY) -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt-small
 	touch $(STAMP)
 
 # The same install at the low end of pyproject.toml's ranges (.ci/lowest-constraints.txt), for `make test-lowest`.
 LOWEST := .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.installed
 
-$(LOWEST_STAMP): pyproject.toml .ci/lowest-constraints.txt packages/hf-structure-g2gtr-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt/pyproject.toml
+$(LOWEST_STAMP): pyproject.toml .ci/lowest-constraints.txt packages/hf-structure-g2gtr-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt/pyproject.toml packages/hf-structure-arc-hybrid-ewt-small/pyproject.toml
 	python3 -m venv $(LOWEST)
 	$(LOWEST)/bin/python -m pip install -q -c .ci/lowest-constraints.txt --upgrade pip setuptools
 	$(LOWEST)/bin/python -m pip install -q -c .ci/lowest-constraints.txt -e '.[test,train,eval,spacy]'
 	$(LOWEST)/bin/python -m pip install -q --no-deps -e packages/hf-structure-g2gtr-ewt
 	$(LOWEST)/bin/python -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt
+	$(LOWEST)/bin/python -m pip install -q --no-deps -e packages/hf-structure-arc-hybrid-ewt-small
 	touch $(LOWEST_STAMP)
 
 .PHONY: setup setup-lowest demo test test-lowest lint check bench

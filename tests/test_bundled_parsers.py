@@ -1,6 +1,7 @@
-"""The bundled supervised parsers (`g2gtr-ewt`, `arc-hybrid-ewt`: packages installed by `make setup`), each
-guarded: its card is what its records render, the short name reproduces pinned scores on a slice of EWT dev, its
-folder fits the size limit, and its Hub export parses identically where hf_structure cannot be imported."""
+"""The bundled supervised parsers (`g2gtr-ewt`, `arc-hybrid-ewt`, `arc-hybrid-ewt-small`: packages installed by
+`make setup`), each guarded: its card is what its records render, the short name reproduces pinned scores on a slice
+of EWT dev, its folder fits the size limit, and its Hub export parses identically where hf_structure cannot be
+imported."""
 
 import pytest
 import torch
@@ -20,6 +21,11 @@ PARSERS = {
         "package": "hf_structure_arc_hybrid_ewt",
         "half": "encoder.embeddings.word_embeddings.weight",
         "slice_scores": {"uas": 91.32, "las": 88.92, "valid_trees": 100.0},
+    },
+    "arc-hybrid-ewt-small": {  # bundled 2026-11-29
+        "package": "hf_structure_arc_hybrid_ewt_small",
+        "half": "encoder.embeddings.word_embeddings.weight",
+        "slice_scores": {"uas": 91.34, "las": 88.87, "valid_trees": 100.0},
     },
 }
 SLICE = 200
