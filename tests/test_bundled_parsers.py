@@ -83,3 +83,17 @@ def test_the_export_parses_the_same_without_hf_structure(name, tmp_path):
     expected = [[[s["heads"], s["deprels"]] for s in text] for text in parser(SENTENCES)]  # a text: its sentences
     results = parse_without_hf_structure(out, SENTENCES, tmp_path, blocked=(PARSERS[name]["package"],))
     assert [[[s["heads"], s["deprels"]] for s in text] for text in results] == expected
+
+
+def test_the_spacy_component_parses_with_the_short_name(name):
+    """`nlp.add_pipe("hf_structure", config={"model": name})` gives the pipeline's heads and labels."""
+    spacy = pytest.importorskip("spacy", reason="the spacy extra is not installed")
+    from transformers import pipeline
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": name})
+    doc = nlp(SENTENCES[0])
+    (expected,) = pipeline("unsupervised-parsing", model=name)(SENTENCES[0])
+    assert [token.text for token in doc] == expected["words"]
+    assert [token.head.i + 1 if token.head.i != token.i else 0 for token in doc] == expected["heads"]
+    assert [token.dep_.lower() if token.dep_ != "ROOT" else "root" for token in doc] == expected["deprels"]
