@@ -144,15 +144,24 @@ def test_a_saved_pipeline_parses_the_same_after_spacy_load(name, save_model, tin
         assert [parsed(doc) for doc in reloaded.pipe(TEXTS)] == before
 
 
-def test_a_model_stored_in_half_precision_is_saved_in_half_precision(tiny_folder, tmp_path):
-    """As the bundled parsers are: their weights load in float32, and the pipeline stores them as they came."""
+def pipeline_over_half_precision_weights(tiny_folder, folder):
+    """A pipeline whose component (`save_model=True`) parses with a copy, at `folder`, of the tiny arc-hybrid model
+    with its weights stored in half precision."""
     from safetensors.torch import load_file, save_file
 
-    shutil.copytree(tiny_folder("arc_hybrid"), tmp_path / "model")
-    weights = tmp_path / "model" / "model.safetensors"
+    shutil.copytree(tiny_folder("arc_hybrid"), folder)
+    weights = folder / "model.safetensors"
     save_file({name: tensor.half() for name, tensor in load_file(weights).items()}, weights, metadata={"format": "pt"})
     nlp = spacy.blank("en")
-    nlp.add_pipe("hf_structure", config={"model": str(tmp_path / "model"), "save_model": True})
+    nlp.add_pipe("hf_structure", config={"model": str(folder), "save_model": True})
+    return nlp
+
+
+def test_a_model_stored_in_half_precision_is_saved_in_half_precision(tiny_folder, tmp_path):
+    """As the bundled parsers are: their weights load in float32, and the pipeline stores them as they came."""
+    from safetensors.torch import load_file
+
+    nlp = pipeline_over_half_precision_weights(tiny_folder, tmp_path / "model")
     before = [parsed(doc) for doc in nlp.pipe(TEXTS)]
     nlp.to_disk(tmp_path / "pipeline")
     saved = load_file(tmp_path / "pipeline" / "hf_structure" / "model" / "model.safetensors")
@@ -169,13 +178,7 @@ def test_a_loaded_pipeline_saved_into_its_own_folder_is_saved_as_it_was(tiny_fol
     """Its model was loaded from the folder's weights (half precision here, as the bundled parsers are): saved again
     they keep their size (they were saved as float32, twice it, when their precision was read from the file just
     overwritten), and the loaded model's memory-mapped weights are not written over: a new file replaces them."""
-    from safetensors.torch import load_file, save_file
-
-    shutil.copytree(tiny_folder("arc_hybrid"), tmp_path / "model")
-    weights = tmp_path / "model" / "model.safetensors"
-    save_file({name: tensor.half() for name, tensor in load_file(weights).items()}, weights, metadata={"format": "pt"})
-    nlp = spacy.blank("en")
-    nlp.add_pipe("hf_structure", config={"model": str(tmp_path / "model"), "save_model": True})
+    nlp = pipeline_over_half_precision_weights(tiny_folder, tmp_path / "model")
     before = [parsed(doc) for doc in nlp.pipe(TEXTS)]
     folder = tmp_path / "pipeline" / "hf_structure"
     nlp.to_disk(tmp_path / "pipeline")
