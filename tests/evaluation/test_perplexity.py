@@ -95,3 +95,40 @@ def test_a_text_with_no_word_to_score_is_refused_by_name(tiny_model_and_text, tm
     for measure in (perplexity.masked_lm_perplexity, perplexity.paper_masked_lm_perplexity):
         with pytest.raises(ValueError, match=f"{text}: no word to score"):
             measure(model, tokenizer, str(text))
+
+
+class HandedOver(Exception):
+    """Raised by the model stand-in once it has seen what a perplexity hands it."""
+
+
+class ModelElsewhere(torch.nn.Module):
+    """The tiny model as if its parameters were on another device than the CPU, where the batches start (issue #59:
+    `hf-structure evaluate --device cuda --lm-text ...` failed with "index is on cpu"): `device` is `meta`, and the
+    first call records the devices of the tensors it is given, then stops the measurement."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.config, self.devices = model, model.config, set()
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("meta")
+
+    def forward(self, *args, **kwargs):
+        self.devices |= {value.device for value in [*args, *kwargs.values()] if torch.is_tensor(value)}
+        raise HandedOver
+
+    pseudo_log_likelihood = forward
+
+
+@pytest.mark.parametrize(
+    "measure",
+    [perplexity.masked_lm_perplexity, perplexity.paper_masked_lm_perplexity, perplexity.pseudo_perplexity],
+    ids=["masked-lm", "paper", "pseudo"],
+)
+def test_every_perplexity_hands_the_model_its_batches_on_the_models_device(tiny_model_and_text, measure):
+    model, tokenizer, text = tiny_model_and_text
+    elsewhere = ModelElsewhere(model)
+    with pytest.raises(HandedOver):
+        measure(elsewhere, tokenizer, text)
+    assert elsewhere.devices == {torch.device("meta")}

@@ -43,7 +43,7 @@ def masked_lm_perplexity(
         batch = collator([{"input_ids": ids} for ids in encoded["input_ids"] if ids])
         count = int(batch["labels"].ne(-100).sum())
         if count:
-            total_loss += float(model(**batch).loss) * count
+            total_loss += float(model(**{key: value.to(model.device) for key, value in batch.items()}).loss) * count
             total_words += count
     return _perplexity(total_loss, total_words, source)
 
