@@ -1,11 +1,13 @@
 """Training through `scripts/run_mlm.py`: interruption and resume, fine-tuning, two-process runs."""
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -179,6 +181,53 @@ def test_a_spent_wall_clock_budget_ends_training_early_and_still_saves_the_model
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 1
     assert json.loads((out / "hf_structure_training.json").read_text())["steps"] == 1
     assert (out / "model.safetensors").exists()
+
+
+# The StructFormer authors' schedule (google-research `structformer/main.py`): the rate halved when the valid loss
+# stalls, the best-valid weights kept and measured; transformers' own settings, as docs/training.md gives them.
+AUTHORS_SCHEDULE = [
+    *("--eval_strategy", "epoch", "--save_strategy", "epoch", "--save_only_model"),
+    *(
+        "--lr_scheduler_type",
+        "reduce_lr_on_plateau",
+        "--load_best_model_at_end",
+        "--metric_for_best_model",
+        "eval_loss",
+    ),
+]
+
+
+def test_the_authors_schedule_halves_the_rate_after_a_stall_and_keeps_the_best_valid_weights(tmp_path, text_files):
+    """A threshold no epoch can meet (a relative improvement of 100%) makes every evaluation a stall; patience 0
+    halves the rate at each. The weights saved at the end are the best-valid checkpoint's, whose loss the final
+    evaluation prints again."""
+    out = tmp_path / "schedule"
+    plateau = '{"factor": 0.5, "patience": 0, "threshold": 1.0}'
+    result = run_mlm(
+        [
+            *TINY_MODEL,
+            *COMMON,
+            *AUTHORS_SCHEDULE,
+            *("--lr_scheduler_kwargs", plateau, "--num_train_epochs", "3", "--do_train", "--do_eval"),
+            *data_args(text_files),
+            *("--output_dir", str(out)),
+        ]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    state = json.loads((out / "trainer_state.json").read_text())
+    evaluations = [entry for entry in state["log_history"] if "eval_loss" in entry]
+    rates: dict[int, set] = {}  # the rates logged in each epoch: (e - 1, e]
+    for entry in state["log_history"]:
+        if "learning_rate" in entry:
+            rates.setdefault(math.ceil(entry["epoch"]), set()).add(entry["learning_rate"])
+    assert rates == {1: {1e-3}, 2: {5e-4}, 3: {2.5e-4}}
+    epoch_losses = [entry["eval_loss"] for entry in evaluations[:3]]
+    assert state["best_metric"] == pytest.approx(min(epoch_losses))
+    best = Path(state["best_model_checkpoint"])
+    assert load_file(out / "model.safetensors").keys() == load_file(best / "model.safetensors").keys()
+    for name, tensor in load_file(best / "model.safetensors").items():
+        assert torch.equal(load_file(out / "model.safetensors")[name], tensor), name
+    assert evaluations[-1]["eval_loss"] == pytest.approx(state["best_metric"])  # the final evaluation: the best's
 
 
 def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_path, text_files):
