@@ -230,6 +230,7 @@ def test_the_auto_classes_load_bundled_short_names_without_the_hub(tmp_path):
         "structformer-ptb": "StructFormerModel",
         "g2gtr-ewt": "G2GTrForParsing",
         "arc-hybrid-ewt": "ArcHybridForParsing",
+        "arc-hybrid-ewt-small": "ArcHybridForParsing",
         "r2d2-ptb": "R2D2Model",
     }
     assert {name: model for name, (model, _, _) in loaded.items()} == {n: expected[n] for n in names}

@@ -112,10 +112,14 @@ def test_evaluate_record_prints_the_scores_first_and_a_record_it_cannot_write_is
         cli.main(["evaluate", "--model", str(folder), "--treebank", str(FIXTURES / "tiny.conllu"), "--record"])
     scores = json.loads(capsys.readouterr().out)  # printed before recording was tried
     assert scores["sentences"] == 2 and "uas" in scores
-    with pytest.raises(SystemExit, match="is not a local folder"):  # refused before any work
+    # Refused before any work: a Hub id has no folder to write into, and a missing folder is named as such.
+    with pytest.raises(SystemExit, match="org/some-model is not a local folder"):
+        cli.main(["evaluate", "--model", "org/some-model", "--treebank", str(FIXTURES / "tiny.conllu"), "--record"])
+    with pytest.raises(SystemExit):
         cli.main(
             ["evaluate", "--model", str(folder / "missing"), "--treebank", str(FIXTURES / "tiny.conllu"), "--record"]
         )
+    assert f"no model folder {folder / 'missing'}: it does not exist" in capsys.readouterr().err
 
 
 def test_a_new_model_exports_with_its_own_card_and_loads_as_remote_code(tiny_folder, tmp_path):

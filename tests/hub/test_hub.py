@@ -493,7 +493,7 @@ def test_export_with_a_space_adds_the_app_its_requirements_and_the_spaces_settin
     assert (folder / "app.py").read_text() == (SRC / "hf_structure/hub/app.py").read_text()
     # What a Space installs from requirements.txt, and the standard library: no hf_structure.
     assert imported_modules(folder / "app.py") == {
-        *("html", "os", "collections.abc", "pathlib", "xml.sax.saxutils"),
+        *("html", "os", "threading", "collections.abc", "pathlib", "xml.sax.saxutils"),
         *("huggingface_hub", "transformers", "gradio"),
     }
     assert not called_names(folder / "app.py") & {"__import__", "exec", "eval"}
