@@ -169,6 +169,7 @@ def test_an_exported_space_serves_the_page_without_hf_structure_as_the_package_d
     assert pictures.count("<svg") == 1
 
 
+@pytest.mark.skipif(not HAS_GRADIO, reason="the demo extra (Gradio) is not installed")
 @pytest.mark.parametrize("server", ["served", "space"])
 def test_a_served_page_refuses_a_text_over_its_caps_and_uploads_and_still_answers(server, request, tiny_folders):
     # The command's page (the tiny arc-hybrid parser first) or the exported folder's Space (the same weights).
