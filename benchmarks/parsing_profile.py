@@ -2,13 +2,14 @@
 """Where a dependency parser's time goes, and its arithmetic against what this CPU does.
 
 The first --lines sentence texts of UD English-EWT dev are parsed (batch 32, as `speed_against_spacy.py`) by
-`arc-hybrid-ewt` and `g2gtr-ewt`, float32 and int8, after 8 lines untimed. Wall time is split among the parts each
-model's parse calls, timed by wrapping them (a part's time excludes the parts it calls): the pipeline's sentence
-splitting and word tokenization, word pieces, the encoder, the scorers or graph layers and classifiers, the
-decoders, the rest of the model's `parse` (its Python: the transition system for G2GTr), and the rest of the
-pipeline's call (batching, results). Then the floating-point operations per sentence (torch's FlopCounterMode, one
-float32 pass) and the rate the encoder reaches, against the rate of one large matrix product on this CPU (float32,
-and torch's dynamic int8 linear: the same operations counted as float). It asserts nothing.
+`arc-hybrid-ewt` and `g2gtr-ewt` (`--models`: any arc-hybrid or G2GTr parser), float32 and int8, after 8 lines
+untimed. Wall time is split among the parts each model's parse calls, timed by wrapping them (a part's time excludes
+the parts it calls): the pipeline's sentence splitting and word tokenization, word pieces, the encoder, the scorers
+or graph layers and classifiers, the decoders, the rest of the model's `parse` (its Python: the transition system
+for G2GTr), and the rest of the pipeline's call (batching, results). Then the floating-point operations per sentence
+(torch's FlopCounterMode, one float32 pass) and the rate the encoder reaches, against the rate of one large matrix
+product on this CPU (float32, and torch's dynamic int8 linear: the same operations counted as float). It asserts
+nothing.
 
     python benchmarks/parsing_profile.py                      # 500 lines, default threads
     python benchmarks/parsing_profile.py --threads 1 --quick  # the smoke run of the benchmark tests
@@ -60,11 +61,11 @@ def parts_of(model_name: str, parser) -> list[tuple[object, str, str]]:
     modeling = sys.modules[type(model).__module__]
     parts = [(parser, "sentences", "sentence splitting and words"), (model, "parse", "the rest of parse (Python)")]
     parts.append((modeling, "encode_word_pieces", "word pieces"))
-    if model_name == "arc-hybrid-ewt":
+    if model.config.model_type == "arc_hybrid":  # arc-hybrid-ewt and its student, arc-hybrid-ewt-small
         parts.append((model.encoder, "forward", "encoder"))
         for scorer in ("arc_log_probs", "transition_log_probs", "matching_log_probs", "label_logits"):
             parts.append((model, scorer, "scorers"))
-        parts += [(modeling, "stack_size_dp", "decoding (exact DP)"), (modeling, "eisner", "decoding (exact DP)")]
+        parts += [(modeling, "stack_size_dp", "decoding"), (modeling, "eisner", "decoding")]
     else:
         parts.append((model, "encode_sentences", "encoder (layers below the graph)"))
         cache = modeling.G2GTrDecodingCache
