@@ -133,7 +133,8 @@ class StructureParser:
         from .hub.export import keep_stored_precision
 
         # The model as stored, in its parsing class: the pipeline's model may be quantized (made when it loads) or a
-        # base model without the checkpoint's language-model head (StructFormer's, R2D2's), which loading refuses.
+        # base model without the checkpoint's language-model head (StructFormer's, R2D2's), which the saved folder
+        # keeps so that it scores perplexity as the original does (`evaluate` refuses a folder without it).
         model, tokenizer = load_model_and_tokenizer(self.model_location)
         # Beside `folder`, so that renaming is no copy; deleted at the end, with the old model or a failed save's.
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-saving-", dir=folder.parent))
