@@ -230,6 +230,49 @@ def test_the_authors_schedule_halves_the_rate_after_a_stall_and_keeps_the_best_v
     assert evaluations[-1]["eval_loss"] == pytest.approx(state["best_metric"])  # the final evaluation: the best's
 
 
+def test_token_budget_batches_are_length_sorted_fixed_and_shuffled_by_seed_and_epoch():
+    from hf_structure.training.trainer import TokenBudgetBatchSampler
+
+    lengths = [int(n) for n in torch.randint(1, 60, (500,), generator=torch.Generator().manual_seed(0))]
+    sampler = TokenBudgetBatchSampler(lengths, 1000, seed=3)
+    first = list(sampler)
+    assert len(first) == len(sampler)
+    assert sorted(i for batch in first for i in batch) == list(range(500))  # every sentence once an epoch
+    by_length = sorted(sampler.batches, key=lambda batch: lengths[batch[0]])
+    for batch, following in zip(by_length, by_length[1:]):
+        tokens = [lengths[i] for i in batch]
+        assert tokens == sorted(tokens) and max(tokens) <= lengths[following[0]]
+        assert 1000 <= sum(tokens) < 1000 + tokens[-1]  # reaches the count, overshooting by under one sentence
+    assert sum(lengths[i] for i in by_length[-1]) < 1000 + max(lengths)
+    assert first == list(TokenBudgetBatchSampler(lengths, 1000, seed=3))  # the seed alone decides
+    sampler.set_epoch(1)
+    second = list(sampler)
+    assert second != first and sorted(map(tuple, second)) == sorted(map(tuple, first))  # same batches, new order
+    assert second == list(sampler)
+
+
+def test_token_budget_batches_train_and_resume_as_the_uninterrupted_run(tmp_path, text_files):
+    from hf_structure.training.trainer import TokenBudgetBatchSampler
+
+    budget = ["--tokens_per_batch", "600", "--num_train_epochs", "2", "--save_steps", "20", "--do_train"]
+    straight = run_mlm([*TINY_MODEL, *COMMON, *budget, *data_args(text_files), "--output_dir", str(tmp_path / "a")])
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    lengths = [len(line.split()) for line in (text_files / "train.txt").read_text().splitlines()]
+    batches = len(TokenBudgetBatchSampler(lengths, 600, seed=7))
+    assert json.loads((tmp_path / "a" / "trainer_state.json").read_text())["global_step"] == 2 * batches
+    assert batches < len(lengths) / 8  # longer batches than COMMON's 8 sentences: the budget took over
+    assert batches < 20 < 2 * batches  # checkpoint-20 is inside the second epoch
+
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "checkpoint-20").rename(tmp_path / "b" / "checkpoint-20")
+    resumed = run_mlm([*TINY_MODEL, *COMMON, *budget, *data_args(text_files), "--output_dir", str(tmp_path / "b")])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from the last checkpoint" in resumed.stderr
+    expected, actual = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
+    for name in expected:
+        assert torch.allclose(expected[name], actual[name], atol=1e-6), name
+
+
 def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_path, text_files):
     base = tmp_path / "base"
     first = run_mlm(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import DataLoader, Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments, get_scheduler
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
@@ -62,15 +62,25 @@ class LanguageModelTrainingArguments(EntryTrainingArguments):
             "is not reached."
         },
     )
+    tokens_per_batch: int | None = field(
+        default=None,
+        metadata={
+            "help": "Batches of about this many tokens instead of --per_device_train_batch_size sentences: the "
+            "sentences sorted by length and cut into batches that each reach the count (the last one may not), "
+            "the batches shuffled each epoch (the StructFormer authors' batches of 4096 tokens)."
+        },
+    )
 
 
 class SparsePrediction(TrainerCallback):
-    """Training predicts the labelled words alone: a language model's `sparse_prediction` (as transformers'
-    ModernBERT), whose loss needs no other logits, is turned on while it trains; a saved or loaded model gives
-    every position's logits."""
+    """Training on the CPU predicts the labelled words alone: a language model's `sparse_prediction` (as
+    transformers' ModernBERT), whose loss needs no other logits, is turned on while it trains, which saves about
+    two thirds of the output layer's arithmetic. Elsewhere it stays off: picking the labelled words would make the
+    host wait for the device to count them each step, and a GPU's step waits on dispatch, not on arithmetic. A
+    saved or loaded model gives every position's logits."""
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        model.sparse_prediction = True
+        model.sparse_prediction = args.device.type == "cpu"
 
 
 class WallClockBudget(TrainerCallback):
@@ -140,12 +150,49 @@ class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
         self.generator.manual_seed(self.seed + epoch)
 
 
+class TokenBudgetBatchSampler:
+    """Batches of about `tokens_per_batch` tokens, as the StructFormer authors' `batchify` makes them: the sentences
+    sorted by length (ties in corpus order), then taken in that order into a batch until its tokens reach the
+    count, so that a batch overshoots by less than one sentence and only the last can fall short. The batches are
+    fixed; their order is shuffled each epoch by (seed, epoch), so a resumed run sees the uninterrupted run's.
+    Every example is in exactly one batch an epoch; a batch holds sentences of nearly one length, so padding stays
+    small, and every token weighs about the same in the update, whatever its sentence's length."""
+
+    def __init__(self, lengths: list[int], tokens_per_batch: int, seed: int):
+        if tokens_per_batch <= 0:
+            raise EntryArgumentsError(f"--tokens_per_batch must be positive, got {tokens_per_batch}")
+        self.batches: list[list[int]] = []
+        batch: list[int] = []
+        tokens = 0
+        for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+            batch.append(index)
+            tokens += lengths[index]
+            if tokens >= tokens_per_batch:
+                self.batches.append(batch)
+                batch, tokens = [], 0
+        if batch:
+            self.batches.append(batch)
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        order = torch.randperm(len(self.batches), generator=torch.Generator().manual_seed(self.seed + self.epoch))
+        return (self.batches[i] for i in order.tolist())
+
+
 class LengthGroupedTrainer(Trainer):
     """`Trainer` whose length-grouped batches (`train_sampling_strategy="group_by_length"`) depend only on the seed
     and the epoch, so a resumed run sees the batches of the uninterrupted one; with `learning_rate_of` (parameter
     name -> peak learning rate), parameters train at rates of their own, on the same schedule; with
     `optimizer_parts`, parts of the model train as by optimisers of their own (`OptimizerPart`), each part's
-    gradient norm logged as `grad_norm_<part>`."""
+    gradient norm logged as `grad_norm_<part>`. With `tokens_per_batch` in its arguments, training batches hold
+    about that many tokens (`TokenBudgetBatchSampler`)."""
 
     def __init__(
         self,
@@ -189,6 +236,32 @@ class LengthGroupedTrainer(Trainer):
         name = f"checkpoint-{self.state.global_step}"
         with refused_saves(name, os.path.join(self.args.output_dir, name)):
             super()._save_checkpoint(model, trial)
+
+    def get_train_dataloader(self):
+        """Trainer's training data loader; with `--tokens_per_batch`, one whose batches are a
+        `TokenBudgetBatchSampler`'s (the Trainer's own loader takes batches of a fixed number of examples)."""
+        tokens_per_batch = getattr(self.args, "tokens_per_batch", None)
+        if not tokens_per_batch:
+            return super().get_train_dataloader()
+        if self.args.world_size > 1:
+            raise EntryArgumentsError("--tokens_per_batch trains on one process; leave it out for several")
+        if "length" not in self.train_dataset.column_names:
+            raise EntryArgumentsError("--tokens_per_batch needs a training set with a `length` column")
+        batches = TokenBudgetBatchSampler(
+            self.train_dataset["length"],
+            tokens_per_batch,
+            seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
+        )
+        dataset = self._remove_unused_columns(self.train_dataset, description="training")
+        loader = DataLoader(
+            dataset,
+            batch_sampler=batches,
+            collate_fn=self.data_collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+            persistent_workers=self.args.dataloader_persistent_workers and self.args.dataloader_num_workers > 0,
+        )
+        return self.accelerator.prepare(loader)
 
     def _get_train_sampler(self, train_dataset=None):
         train_dataset = train_dataset if train_dataset is not None else self.train_dataset

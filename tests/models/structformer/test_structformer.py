@@ -243,6 +243,7 @@ def test_forward_outputs_shapes_and_with_sparse_prediction_masked_positions_only
     sparse = model(input_ids, labels=labels)
     assert sparse.logits.shape == (2, 50)  # two predicted positions only
     assert torch.allclose(sparse.logits, out.logits[labels.ne(-100)], atol=1e-5)
+    assert torch.allclose(sparse.loss, out.loss, atol=1e-6)
     assert model(input_ids).logits.shape == (2, 4, 50)  # without labels, every position
     assert out.distances.shape == (2, 4) and torch.isinf(out.distances[0, 3]) and torch.isinf(out.distances[1, 1])
     assert torch.isinf(out.heights[1, 2:]).all() and out.heights[1, 2] < 0
@@ -251,6 +252,19 @@ def test_forward_outputs_shapes_and_with_sparse_prediction_masked_positions_only
     assert len(out.hidden_states) == 3
     # Pads get no attention: their p_D rows and columns are zero.
     assert torch.all(out.attentions[0][1, :, :, 2:] == 0)
+
+
+def test_a_training_step_off_the_cpu_never_waits_on_the_host():
+    """On the meta device a tensor has a shape and no values, so reading one (`bool`, `.item()`, boolean indexing)
+    fails: the forward and backward passes of training (dense prediction, as SparsePrediction leaves it off the
+    CPU) run there only if a GPU would never wait for the host between launches."""
+    torch.manual_seed(0)
+    model = StructFormerForMaskedLM(tiny_config(calibration_scope="batch")).train().to("meta")
+    input_ids = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0]], device="meta")
+    labels = torch.full((2, 4), -100, device="meta")
+    loss = model(input_ids, attention_mask=input_ids.ne(0), labels=labels).loss
+    loss.backward()
+    assert loss.device.type == "meta" and model.lm_head.weight.grad is not None
 
 
 def test_blockwise_cross_entropy_equals_the_whole_tensor_computation():

@@ -12,6 +12,7 @@ distances (Algorithm 1), dependency heads off p_D (Eq. 18).
 
 import math
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Unpack
 
@@ -234,8 +235,9 @@ def dependency_distribution(
         heights: `(B, L)` syntactic heights.
         mask: `(B, L)` bool, True at real words.
         split_scale, head_scale: positive scalars, 1/mu_1 and 1/mu_2.
-        precision: `"auto"` computes in float32 when every sentence's head logits (h_j * head_scale) span at most
-            `FLOAT32_LOGIT_RANGE`, so that no w_j or 1/Z can underflow or overflow, and in float64 otherwise;
+        precision: `"auto"` computes on the CPU in float32 when every sentence's head logits (h_j * head_scale)
+            span at most `FLOAT32_LOGIT_RANGE`, so that no w_j or 1/Z can underflow or overflow, and in float64
+            otherwise; on an accelerator (but MPS) always in float64, which needs no look at the values;
             `"float64"` always computes in float64.
 
     Returns:
@@ -246,10 +248,16 @@ def dependency_distribution(
     dtype = distances.dtype
     # With logits centred on the sentence's largest, w_j >= exp(-spread) and 1/Z <= exp(spread): float32 holds both
     # while the spread is small (trained models stay within a few units); float64 holds them up to about 700.
-    logits = (heights * head_scale).detach()
-    spread = logits.masked_fill(~mask, float("-inf")).amax(-1) - logits.masked_fill(~mask, float("inf")).amin(-1)
-    narrow = bool((spread <= FLOAT32_LOGIT_RANGE).all())
-    compute = torch.float32 if precision == "auto" and dtype != torch.float64 and narrow else torch.float64
+    if precision == "float64" or dtype == torch.float64:
+        compute = torch.float64
+    elif distances.device.type in ("cpu", "mps"):
+        # Reading the spread costs nothing on the CPU (and MPS has no float64); elsewhere it would make the host
+        # wait for the device every forward pass, so float64, exact at any spread, is used without looking.
+        logits = (heights * head_scale).detach()
+        spread = logits.masked_fill(~mask, float("-inf")).amax(-1) - logits.masked_fill(~mask, float("inf")).amin(-1)
+        compute = torch.float32 if bool((spread <= FLOAT32_LOGIT_RANGE).all()) else torch.float64
+    else:
+        compute = torch.float64
     distances, heights = distances.to(compute), heights.to(compute)
     length = distances.size(1)
     index = torch.arange(length, device=distances.device)
@@ -278,7 +286,9 @@ def dependency_distribution(
     inv_z = torch.exp(-log_z.masked_fill(~span_ok, 0.0)).masked_fill(~span_ok, 0.0)
     weights = torch.exp(logits).masked_fill(~mask, 0.0)
 
-    with torch.autocast(distances.device.type, enabled=False):  # autocast would run these in bfloat16
+    # autocast would run these in bfloat16; a device without autocast (meta) runs them as they are.
+    device_type = distances.device.type
+    with torch.autocast(device_type, enabled=False) if torch.amp.is_autocast_available(device_type) else nullcontext():
         right_sums = torch.bmm(p_right, inv_z.transpose(1, 2))  # [i, l] = sum_r pR(r|i) / Z[l, r]
         left_sums = torch.bmm(p_left, inv_z)  # [i, r] = sum_l pL(l|i) / Z[l, r]
     parent_before = torch.cumsum(p_left * right_sums, dim=-1)  # j <= i: sum over l <= j
@@ -718,8 +728,7 @@ class StructFormerForMaskedLM(StructFormerPreTrainedModel):
         else:
             logits = F.linear(hidden, self.lm_head.weight, self.output_bias)
             if labels is not None:
-                predicted = labels.ne(-100)
-                loss = masked_lm_cross_entropy(logits[predicted], labels[predicted])
+                loss = masked_lm_cross_entropy(logits.flatten(0, 1), labels.flatten())
         mlm_loss = teacher_loss = None
         if self.training and teacher_merge_order is not None:
             if attention_mask is None:
