@@ -21,7 +21,7 @@ class SwapConfiguration:
         self.stack = [0]
         self.buffer = list(range(1, length + 1))
         self.heads = [-1] * (length + 1)
-        self.labels = [None] * (length + 1)
+        self.labels: list[int | None] = [None] * (length + 1)
 
     def is_terminal(self) -> bool:
         return not self.buffer and len(self.stack) == 1
@@ -39,7 +39,7 @@ class SwapConfiguration:
             0 < s1 < self.stack[-1],
         ]
 
-    def apply(self, action: int, label=None) -> None:
+    def apply(self, action: int, label: int | None = None) -> None:
         if not self.legal_actions()[action]:
             raise ValueError(f"action {action} is not legal in stack {self.stack}, buffer {self.buffer[:3]}...")
         if action == SHIFT:

@@ -363,7 +363,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             {
                 "words": list(words),
                 "heads": configuration.heads[1:],
-                "deprels": [self.config.deprels[label] for label in configuration.labels[1:]],
+                # Decoding labels every arc, and a finished configuration has each word's.
+                "deprels": [self.config.deprels[cast(int, label)] for label in configuration.labels[1:]],
             }
             for words, configuration in zip(sentences, configurations)
         ]
@@ -584,7 +585,7 @@ class SwapConfiguration:
         self.stack = [0]
         self.buffer = list(range(1, length + 1))
         self.heads = [-1] * (length + 1)
-        self.labels = [None] * (length + 1)
+        self.labels: list[int | None] = [None] * (length + 1)
 
     def is_terminal(self) -> bool:
         return not self.buffer and len(self.stack) == 1
@@ -602,7 +603,7 @@ class SwapConfiguration:
             0 < s1 < self.stack[-1],
         ]
 
-    def apply(self, action: int, label=None) -> None:
+    def apply(self, action: int, label: int | None = None) -> None:
         if not self.legal_actions()[action]:
             raise ValueError(f"action {action} is not legal in stack {self.stack}, buffer {self.buffer[:3]}...")
         if action == SHIFT:

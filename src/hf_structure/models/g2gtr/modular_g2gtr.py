@@ -424,7 +424,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             {
                 "words": list(words),
                 "heads": configuration.heads[1:],
-                "deprels": [self.config.deprels[label] for label in configuration.labels[1:]],
+                # Decoding labels every arc, and a finished configuration has each word's.
+                "deprels": [self.config.deprels[cast(int, label)] for label in configuration.labels[1:]],
             }
             for words, configuration in zip(sentences, configurations)
         ]
