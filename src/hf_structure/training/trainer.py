@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import datasets
 import torch
 from torch.utils.data import DataLoader, Dataset
 from transformers import Trainer, TrainerCallback, TrainingArguments, get_scheduler
@@ -92,7 +93,7 @@ class WallClockBudget(TrainerCallback):
             raise ValueError(f"the wall-clock budget must be positive, got {budget_s}")
         self.budget_s = budget_s
         self.clock = clock
-        self.started = None
+        self.started: float | None = None
 
     def spent(self) -> float:
         """The share of the budget spent (0 before the training loop begins; above 1 once it is over)."""
@@ -214,6 +215,8 @@ class LengthGroupedTrainer(Trainer):
         if self.optimizer_parts:
             learning_rate_of = self._part_learning_rate
         self.learning_rate_of = learning_rate_of
+        # The optimizer `create_optimizer` has moved parameters to groups of their own rates.
+        self._regrouped_optimizer: torch.optim.Optimizer | None = None
         self._grad_norms: dict[str, list[torch.Tensor]] = {}
 
     def part_of(self, name: str) -> OptimizerPart | None:
@@ -234,7 +237,8 @@ class LengthGroupedTrainer(Trainer):
         """Trainer's checkpoint save, which a full or read-only file system ends with a SaveRefusedError naming the
         checkpoint (`refused_saves`)."""
         name = f"checkpoint-{self.state.global_step}"
-        with refused_saves(name, os.path.join(self.args.output_dir, name)):
+        output_dir: str = self.args.output_dir  # type: ignore[assignment]  # TrainingArguments sets a default
+        with refused_saves(name, os.path.join(output_dir, name)):
             super()._save_checkpoint(model, trial)
 
     def get_train_dataloader(self):
@@ -245,14 +249,15 @@ class LengthGroupedTrainer(Trainer):
             return super().get_train_dataloader()
         if self.args.world_size > 1:
             raise EntryArgumentsError("--tokens_per_batch trains on one process; leave it out for several")
-        if "length" not in self.train_dataset.column_names:
+        train_dataset = self.train_dataset
+        if not isinstance(train_dataset, datasets.Dataset) or "length" not in train_dataset.column_names:
             raise EntryArgumentsError("--tokens_per_batch needs a training set with a `length` column")
         batches = TokenBudgetBatchSampler(
-            self.train_dataset["length"],
+            train_dataset["length"],
             tokens_per_batch,
             seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
         )
-        dataset = self._remove_unused_columns(self.train_dataset, description="training")
+        dataset = self._remove_unused_columns(train_dataset, description="training")
         loader = DataLoader(
             dataset,
             batch_sampler=batches,
@@ -277,12 +282,12 @@ class LengthGroupedTrainer(Trainer):
         """Trainer's optimizer, whose parameters with a rate of their own are moved to groups of that rate (one per
         rate and weight-decay setting)."""
         optimizer = super().create_optimizer(model)
-        if self.learning_rate_of is None or getattr(optimizer, "has_own_rates", False):
+        if self.learning_rate_of is None or optimizer is self._regrouped_optimizer:
             return optimizer
         model = self.model if model is None else model
         rate_of = {id(parameter): self.learning_rate_of(name) for name, parameter in model.named_parameters()}
         for group in list(optimizer.param_groups):
-            moved = {}
+            moved: dict[float, list[torch.nn.Parameter]] = {}
             for parameter in group["params"]:
                 if rate_of[id(parameter)] != group["lr"]:
                     moved.setdefault(rate_of[id(parameter)], []).append(parameter)
@@ -291,7 +296,7 @@ class LengthGroupedTrainer(Trainer):
                 settings = {key: value for key, value in group.items() if key != "params"}
                 for rate, parameters in moved.items():
                     optimizer.add_param_group({**settings, "params": parameters, "lr": rate})
-        optimizer.has_own_rates = True  # the Trainer may ask again for the optimizer it has
+        self._regrouped_optimizer = optimizer  # the Trainer may ask again for the optimizer it has
         return optimizer
 
     def _parameter_parts(self, model) -> dict[str | None, list[torch.nn.Parameter]]:
@@ -362,7 +367,8 @@ class LengthGroupedTrainer(Trainer):
         if not self.optimizer_parts:
             return super()._clip_grad_norm(model)
         self.accelerator.unscale_gradients()
-        clip_of = {part.name: part.max_grad_norm for part in self.optimizer_parts}
+        # None, the rest of the model, is in no part: clipped jointly.
+        clip_of: dict[str | None, float | None] = {part.name: part.max_grad_norm for part in self.optimizer_parts}
         jointly_clipped, squared_norms = [], []
         for name, parameters in self._parameter_parts(model).items():
             grads = [parameter.grad for parameter in parameters if parameter.grad is not None]
