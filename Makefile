@@ -57,11 +57,13 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # The generated files: the Hub code against its modular sources, the shipped checkpoints' cards against their
-# records and templates; then the documentation site, where any warning (a broken link, a docstring that does not
-# render) fails the build. It is written to site/ (ignored by git).
+# records and templates, the README's models table against the records; then the documentation site, where any
+# warning (a broken link, a docstring that does not render, a shipped checkpoint without a page) fails the build.
+# It is written to site/ (ignored by git).
 check: $(STAMP)
 	$(PY) scripts/modular_converter.py
 	$(PY) scripts/render_model_cards.py
+	$(PY) scripts/render_model_docs.py
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
