@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hf_structure.registry import MODEL_SPECS
+from tests.helpers.model_tests import package_model_types
 from tests.helpers.paths import ROOT
 
 NAME = "toy"
@@ -27,9 +27,7 @@ CONTRACT_TESTS = (
     "tests/test_spacy_component.py",
 )
 # The package's model types, before the toy: a contract test that runs for each of them must run for the toy.
-MODEL_TYPES = [
-    model_type for model_type, spec in MODEL_SPECS.items() if spec.config_class.__module__.startswith("hf_structure.")
-]
+MODEL_TYPES = package_model_types()
 TOY_FILES = {
     *(
         f"src/hf_structure/models/{NAME}/{file}"
@@ -67,7 +65,7 @@ STEPS = {
         "`hf_structure.registry.TinyModel`",
     ),
     6: ("`models/<name>/training_<name>.py`", "`TRAINING`", "`ParserTraining`", "`training=`"),
-    7: ("`tests/models/<name>/`",),
+    7: ("`tests/models/<name>/`", "`TRAINING_TARGETS`"),
 }
 
 # Step 1: the model, as transformers' modular files are written. Steps 2 and 3 are what it holds: the parse contract
@@ -252,6 +250,14 @@ TRAINING = ParserTraining(
 )
 '''
 
+# Step 7: its own tests' package, declaring what the shared tests need of it, then its own behaviour.
+OWN_TESTS_PACKAGE = '''\
+"""The toy parser's own tests."""
+
+# The argument of its forward that only adds a loss (the shared tests run it with and without it).
+TRAINING_TARGETS = ("labels",)
+'''
+
 OWN_TESTS = '''\
 """The toy parser's own behaviour: heads on the side `head_direction` names, and a ValueError for a sentence longer
 than it parses."""
@@ -356,7 +362,7 @@ def test_a_toy_model_added_as_contributing_says_passes_the_contract_tests_and_to
     # 6. The training recipe, which the spec names.
     write(model_folder / f"training_{NAME}.py", RECIPE)
     # 7. Its own tests.
-    write(repository / "tests/models" / NAME / "__init__.py", "")
+    write(repository / "tests/models" / NAME / "__init__.py", OWN_TESTS_PACKAGE)
     write(repository / "tests/models" / NAME / f"test_{NAME}.py", OWN_TESTS)
 
     # The contract tests that run for each of the package's model types run, and pass, for the toy; so do its own.

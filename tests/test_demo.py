@@ -21,7 +21,7 @@ from hf_structure.demo import MODEL_DEFAULT, page_option_names, page_parts, pars
 from hf_structure.pipelines import load_parser
 from tests.helpers.paths import ROOT
 from tests.helpers.remote_code import serve_space_without_hf_structure
-from tests.helpers.tiny_models import save_declared_tiny_model
+from tests.helpers.tiny_models import declared_tiny_models, save_declared_tiny_model
 
 # The browser's steps are those of the documentation's screenshot (scripts/demo_screenshot.py).
 _spec = importlib.util.spec_from_file_location("demo_screenshot", ROOT / "scripts" / "demo_screenshot.py")
@@ -37,10 +37,10 @@ OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "Fal
 @pytest.fixture(scope="module")
 def tiny_folders(tmp_path_factory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("demo")
-    return {name: str(save_declared_tiny_model(name, folder / name)) for name in ("arc_hybrid", "structformer")}
+    return {name: str(save_declared_tiny_model(name, folder / name)) for name in declared_tiny_models()}
 
 
-@pytest.mark.parametrize("name", ["arc_hybrid", "structformer"])
+@pytest.mark.parametrize("name", list(declared_tiny_models()))
 def test_the_page_shows_each_sentence_as_the_pipeline_parses_it(name, tiny_folders):
     pipeline = load_parser(tiny_folders[name])
     pictures, rows, text, message = page_parts(pipeline, TEXT, {"word_convention": MODEL_DEFAULT})

@@ -2,7 +2,9 @@
 built tiny by its training recipe and run on a batch of the recipe's collator): `return_dict=False`, given or the
 config's, returns the output's `to_tuple()` (and parsing still works); output shapes do not depend on whether the
 training targets were given, which add losses only, `loss` first, and some targets without the others are an error;
-a model's `sparse_prediction` scores the labelled positions alone, and its training recipe turns it on."""
+a model's `sparse_prediction` scores the labelled positions alone, and its training recipe turns it on. The training
+targets are those each model's own tests declare (`TRAINING_TARGETS` in `tests/models/<name>/__init__.py`); a model
+without a training recipe has no batch to run, so these tests skip it."""
 
 import copy
 import dataclasses
@@ -12,31 +14,29 @@ import pytest
 import torch
 
 from hf_structure.data.tokenization import build_word_tokenizer
-from hf_structure.registry import MODEL_SPECS, model_spec
+from hf_structure.registry import model_spec
 from hf_structure.training import LanguageModelTraining
 from hf_structure.training.parser import new_parser
+from tests.helpers.model_tests import own_tests, package_model_types
 from tests.helpers.tiny_models import CORPUS
 from tests.helpers.tiny_treebank import DEPRELS, SENTENCES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-PACKAGE_MODELS = sorted(
-    name for name, spec in MODEL_SPECS.items() if spec.config_class.__module__.startswith("hf_structure.")
-)
-# The training targets of the package's forwards. Without them a model computes no loss (checked below), so a new
-# model whose targets are named otherwise fails until they are listed here.
-TARGETS = ("labels", "teacher_merge_order", "actions", "arc_labels", "heads", "steps", "matchings")
+PACKAGE_MODELS = sorted(package_model_types())
 # A language model's sizes, where its recipe's arguments have them.
 TINY_SIZES = {"hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 32}
 
 
 @dataclasses.dataclass
 class TinyModels:
-    """A model type's Auto classes built tiny (random weights), the batch its training collator makes, its recipe and
-    the recipe's arguments, and sentences (words) and a tokenizer to parse them with."""
+    """A model type's Auto classes built tiny (random weights), the batch its training collator makes and the names
+    of the training targets in it, its recipe and the recipe's arguments, and sentences (words) and a tokenizer to
+    parse them with."""
 
     models: list
     batch: dict
+    targets: tuple[str, ...]
     recipe: object
     arguments: object
     sentences: list[list[str]]
@@ -46,6 +46,8 @@ class TinyModels:
 @pytest.fixture(scope="module", params=PACKAGE_MODELS)
 def tiny(request, bert_folder) -> TinyModels:
     spec = model_spec(request.param)
+    if spec.training is None:
+        pytest.skip(f"{spec.model_type} has no training recipe, whose collator makes the batch these tests run")
     recipe = spec.training_recipe()
     if isinstance(recipe, LanguageModelTraining):
         names = {field.name for field in dataclasses.fields(recipe.arguments)}
@@ -65,14 +67,15 @@ def tiny(request, bert_folder) -> TinyModels:
         sentences = [sentence["words"] for sentence in SENTENCES]
     torch.manual_seed(0)
     models = [model_class(copy.deepcopy(config)) for model_class in spec.auto_classes.values()]
-    return TinyModels(models, batch, recipe, arguments, sentences, tokenizer)
+    targets = own_tests(spec.model_type).TRAINING_TARGETS
+    return TinyModels(models, batch, targets, recipe, arguments, sentences, tokenizer)
 
 
-def inputs_of(model, batch: dict, targets: bool = True) -> dict:
-    """The batch's entries that `model.forward` names (a base model takes no targets), without the targets unless
-    `targets`."""
+def inputs_of(model, tiny: TinyModels, targets: bool = True) -> dict:
+    """The entries of the tiny batch that `model.forward` names (a base model takes no targets), without the training
+    targets unless `targets`."""
     names = inspect.signature(model.forward).parameters
-    return {key: value for key, value in batch.items() if key in names and (targets or key not in TARGETS)}
+    return {key: value for key, value in tiny.batch.items() if key in names and (targets or key not in tiny.targets)}
 
 
 def assert_same(left, right) -> None:
@@ -103,7 +106,7 @@ def shape_of(value):
 def test_return_dict_false_gives_the_outputs_tuple_and_parsing_still_works(tiny):
     for model in tiny.models:
         model.eval()
-        inputs = inputs_of(model, tiny.batch)
+        inputs = inputs_of(model, tiny)
         output = model(**inputs)
         assert_same(model(**inputs, return_dict=False), output.to_tuple())
         assert_same(model(**inputs, return_dict=True), output)
@@ -121,13 +124,13 @@ def test_return_dict_false_gives_the_outputs_tuple_and_parsing_still_works(tiny)
 @pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
 @torch.no_grad()
 def test_the_training_targets_add_losses_first_and_change_no_output_shape(tiny, training):
-    trained = [model for model in tiny.models if set(TARGETS) & inputs_of(model, tiny.batch).keys()]
+    trained = [model for model in tiny.models if set(tiny.targets) & inputs_of(model, tiny).keys()]
     assert trained  # every model type trains one of its classes
     for model in trained:
         model.train(training)
         torch.manual_seed(0)
-        with_targets = model(**inputs_of(model, tiny.batch))
-        without_targets = model(**inputs_of(model, tiny.batch, targets=False))
+        with_targets = model(**inputs_of(model, tiny))
+        without_targets = model(**inputs_of(model, tiny, targets=False))
         assert with_targets.loss is not None and without_targets.loss is None
         assert [field.name for field in dataclasses.fields(with_targets)][0] == "loss"
         assert {key: shape_of(with_targets.get(key)) for key in without_targets} == {
@@ -142,9 +145,9 @@ def test_the_training_targets_add_losses_first_and_change_no_output_shape(tiny, 
 def test_some_of_the_training_targets_without_the_others_are_one_error_naming_the_missing(tiny):
     checked = False
     for model in tiny.models:
-        targets = [key for key in inputs_of(model, tiny.batch) if key in TARGETS]
+        targets = [key for key in inputs_of(model, tiny) if key in tiny.targets]
         for missing in targets if len(targets) > 1 else []:
-            inputs = {key: value for key, value in inputs_of(model, tiny.batch).items() if key != missing}
+            inputs = {key: value for key, value in inputs_of(model, tiny).items() if key != missing}
             with pytest.raises(ValueError, match=missing):
                 model(**inputs)
             checked = True
@@ -160,7 +163,7 @@ def test_sparse_prediction_scores_the_labelled_positions_alone_and_training_turn
     callbacks = tiny.recipe.callbacks(tiny.arguments) if tiny.recipe.callbacks else []
     for model in sparse:
         model.eval()
-        inputs = inputs_of(model, tiny.batch)
+        inputs = inputs_of(model, tiny)
         dense = model(**inputs)
         model.sparse_prediction = True
         try:

@@ -1,7 +1,10 @@
-"""Training the supervised parsers through `scripts/run_parser.py` (every parser type): a killed run resumes from
-its last checkpoint and ends with the weights of an uninterrupted run, two-process `torchrun` runs, and fine-tuning
-a saved parser on new data."""
+"""Training the supervised parsers through `scripts/run_parser.py` (every package model whose training recipe is a
+`ParserTraining`): a killed run resumes from its last checkpoint and ends with the weights of an uninterrupted run,
+two-process `torchrun` runs, and fine-tuning a saved parser on new data. A parser on a pretrained encoder starts from
+the tiny BERT; a model's own tests may give its runs options of its own (`RUN_PARSER_OPTIONS` in
+`tests/models/<name>/__init__.py`)."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -12,24 +15,30 @@ import time
 import pytest
 import torch
 
+from hf_structure.registry import model_spec
+from hf_structure.training import ParserTraining
+from tests.helpers.model_tests import own_tests, package_model_types
 from tests.helpers.paths import ROOT
 from tests.helpers.tiny_treebank import SENTENCES, conllu_text
 
-PARSER_TYPES = ["g2gtr", "arc_hybrid"]
+PARSER_TYPES = [
+    model_type
+    for model_type in package_model_types()
+    if model_spec(model_type).training and isinstance(model_spec(model_type).training_recipe(), ParserTraining)
+]
 SCRIPT = ROOT / "scripts" / "run_parser.py"
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT / "src"), HF_HUB_OFFLINE="1")
 
 
 def run_parser_command(model_type, bert_folder, treebank, output, *extra):
-    by_type = {"g2gtr": ["--graph_layers", "2", "--configurations_per_example", "4"], "arc_hybrid": []}
+    arguments = {field.name for field in dataclasses.fields(model_spec(model_type).training_recipe().arguments)}
     return [
         sys.executable,
         str(SCRIPT),
         "--model_type",
         model_type,
-        *by_type[model_type],
-        "--encoder",
-        str(bert_folder),
+        *getattr(own_tests(model_type), "RUN_PARSER_OPTIONS", ()),
+        *(["--encoder", str(bert_folder)] if "encoder" in arguments else []),
         "--train_file",
         str(treebank),
         "--per_device_train_batch_size",
