@@ -1,10 +1,14 @@
 """CONTRIBUTING's "How to add a model", followed literally for a toy model in a copy of the repository: each numbered
 step is done as it says, in the toy's two folders only (`src/hf_structure/models/toy/`, `tests/models/toy/`); then the
 contract tests and the toy's own run on the copy, in a fresh interpreter, and nothing else in the copy has changed.
+The copy's documentation site then builds (`mkdocs build --strict`) with a page for the toy, made from its folder, in
+its navigation and a row for it in the models table; the README's table needs no edit. Without step 6 (a recipe is
+optional) the toy still registers, parses and has its page, and the training entry says it has no recipe.
 
 It fails if CONTRIBUTING lacks a step the toy needs (a step does not say what the test does for it, or says more
 steps than the test follows), if a contract test fails for the toy or does not run for it (a shared test file would
-need editing), or if adding the toy changed a file outside its folders."""
+need editing), if adding the toy changed a file outside its folders, or if the toy is missing from the documentation
+without an edit there."""
 
 import hashlib
 import os
@@ -14,11 +18,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.model_tests import package_model_types
 from tests.helpers.paths import ROOT
 
 NAME = "toy"
-COPIED = ("src", "scripts", "tests", "pyproject.toml", "CONTRIBUTING.md")
+COPIED = (
+    "src",
+    "scripts",
+    "tests",
+    "pyproject.toml",
+    "CONTRIBUTING.md",
+    "README.md",
+    "mkdocs.yml",
+    "docs",
+    "modeling_cards",
+    "records",
+)
 CONTRACT_TESTS = (
     "tests/pipelines/test_parse_options.py",
     "tests/test_model_contract.py",
@@ -171,6 +188,7 @@ A toy dependency parser. Load it with `AutoModel.from_pretrained("{{ repo_id }}"
 Trained with `{{ training.command }}` in {{ wall_time }}.
 """
 
+TRAINING_MODULE = f'    training="hf_structure.models.{NAME}.training_{NAME}",\n'
 SPEC = """\
 from ...hub.card_metrics import ATTACHMENT
 from ...registry import ModelSpec, TinyModel
@@ -315,11 +333,12 @@ def write(path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def run(arguments, repository, timeout=300):
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "PYTHON"))}
-    env.update(HF_HUB_OFFLINE="1", PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
+def run(arguments, repository, timeout=300, env=None):
+    """`arguments` run by this Python in `repository`, offline, on one thread; `env` adds to its environment."""
+    base = {key: value for key, value in os.environ.items() if not key.startswith(("HF_", "PYTHON"))}
+    base.update(HF_HUB_OFFLINE="1", PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1", **(env or {}))
     return subprocess.run(
-        [sys.executable, *arguments], cwd=repository, env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, *arguments], cwd=repository, env=base, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -328,24 +347,22 @@ def ran_for(function: str, name: str, test_ids) -> bool:
     return any(test_id.startswith(function + "[") and name in test_id[len(function) :] for test_id in test_ids)
 
 
-def test_a_toy_model_added_as_contributing_says_passes_the_contract_tests_and_touches_no_other_file(tmp_path):
-    repository = tmp_path / "repository"
+def copy_of_the_repository(folder) -> Path:
+    """A copy of what adding a model may touch, its bundled checkpoints linked (they are read, never written)."""
+    repository = folder / "repository"
     for name in COPIED:
         if (ROOT / name).is_dir():
             ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "checkpoints")
             shutil.copytree(ROOT / name, repository / name, ignore=ignore)
         else:
             shutil.copy(ROOT / name, repository / name)
-    # The bundled checkpoints are read, never written: the copy links them.
     os.symlink(ROOT / "src/hf_structure/checkpoints", repository / "src/hf_structure/checkpoints")
-    before = files_of(repository)
+    return repository
 
-    steps = contributing_steps(repository)
-    assert list(steps) == list(STEPS), f"CONTRIBUTING has steps {list(steps)}; this test follows {list(STEPS)}"
-    for number, phrases in STEPS.items():
-        missing = [phrase for phrase in phrases if phrase not in steps[number]]
-        assert not missing, f"CONTRIBUTING's step {number} does not say {', '.join(missing)}"
 
+def add_the_toy(repository, recipe: bool = True) -> None:
+    """CONTRIBUTING's steps for the toy, done in `repository`; without `recipe`, all but step 6 (its spec names no
+    training module)."""
     model_folder = repository / "src/hf_structure/models" / NAME
     # 1. The folder and its modular file (with step 2's `parse` and step 3's `punctuation_policy`), then the converter.
     write(model_folder / f"modular_{NAME}.py", MODULAR)
@@ -357,14 +374,39 @@ def test_a_toy_model_added_as_contributing_says_passes_the_contract_tests_and_to
     ]
     # 4. The card template.
     write(model_folder / "model_card.md", CARD)
-    # 5. The spec, with the tiny models the shared tests build.
-    write(model_folder / "__init__.py", SPEC)
-    # 6. The training recipe, which the spec names.
-    write(model_folder / f"training_{NAME}.py", RECIPE)
+    # 5. The spec, with the tiny models the shared tests build; 6. the training recipe, which the spec names.
+    assert TRAINING_MODULE in SPEC
+    if recipe:
+        write(model_folder / "__init__.py", SPEC)
+        write(model_folder / f"training_{NAME}.py", RECIPE)
+    else:
+        write(model_folder / "__init__.py", SPEC.replace(TRAINING_MODULE, ""))
     # 7. Its own tests.
     write(repository / "tests/models" / NAME / "__init__.py", OWN_TESTS_PACKAGE)
     write(repository / "tests/models" / NAME / f"test_{NAME}.py", OWN_TESTS)
 
+
+@pytest.fixture(scope="module")
+def with_the_toy(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A copy of the repository with the toy added as CONTRIBUTING says, and the digests of its files before."""
+    repository = copy_of_the_repository(tmp_path_factory.mktemp("adding"))
+    before = files_of(repository)
+    add_the_toy(repository)
+    return repository, before
+
+
+def test_contributing_says_what_each_step_of_adding_the_toy_does():
+    steps = contributing_steps(ROOT)
+    assert list(steps) == list(STEPS), f"CONTRIBUTING has steps {list(steps)}; this test follows {list(STEPS)}"
+    for number, phrases in STEPS.items():
+        missing = [phrase for phrase in phrases if phrase not in steps[number]]
+        assert not missing, f"CONTRIBUTING's step {number} does not say {', '.join(missing)}"
+
+
+def test_a_toy_model_added_as_contributing_says_passes_the_contract_tests_and_touches_no_other_file(
+    with_the_toy, tmp_path
+):
+    repository, before = with_the_toy
     # The contract tests that run for each of the package's model types run, and pass, for the toy; so do its own.
     collected = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", *CONTRACT_TESTS], repository)
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
@@ -388,3 +430,58 @@ def test_a_toy_model_added_as_contributing_says_passes_the_contract_tests_and_to
     changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     assert sorted(changed - TOY_FILES) == []
     assert changed == TOY_FILES
+
+
+def test_the_toy_has_its_docs_page_and_table_row_without_an_edit_there(with_the_toy, tmp_path):
+    pytest.importorskip("mkdocs", reason="the docs extra (MkDocs) is not installed")
+    repository, _ = with_the_toy
+    copy = {"PYTHONPATH": str(repository / "src")}  # the copy's hf_structure, with the toy
+    site = tmp_path / "site"
+    built = run(["-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], repository, env=copy)
+    assert built.returncode == 0, built.stderr[-5000:]
+    page = (site / "models" / NAME / "index.html").read_text(encoding="utf-8")
+    description = MODULAR.split('"""')[1].split(",")[0]  # the modeling module's docstring, as far as its first comma
+    assert description in page and f"its recipe is <code>hf_structure.models.{NAME}.training_{NAME}</code>" in page
+    # In the navigation (of every page), and a row of the models table.
+    assert f'href="models/{NAME}/"' in (site / "index.html").read_text(encoding="utf-8")
+    models = (site / "models" / "index.html").read_text(encoding="utf-8")
+    assert re.search(rf'<tr>\s*<td><a href="{NAME}/">[^<]+</a></td>\s*<td>none ships</td>', models)
+    # It ships no checkpoint: the README's models table (the shipped checkpoints) is current as it is.
+    checked = run(["scripts/render_model_docs.py"], repository, env=copy)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_without_its_recipe_the_toy_registers_parses_and_has_its_page_and_the_training_entry_says_so(tmp_path):
+    repository = copy_of_the_repository(tmp_path)
+    add_the_toy(repository, recipe=False)
+    # The tests that run a recipe's batches skip it; the contract tests and its own pass.
+    tested = run(
+        ["-m", "pytest", "-v", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'pytest'}", "-k", NAME]
+        + ["tests/models/test_output_conventions.py", "tests/test_model_contract.py", f"tests/models/{NAME}"],
+        repository,
+        timeout=600,
+    )
+    assert tested.returncode == 0, tested.stdout[-5000:] + tested.stderr[-3000:]
+    assert f"{NAME} has no training recipe, whose collator makes the batch these tests run" in tested.stdout
+    results = [line for line in tested.stdout.splitlines() if line.startswith("tests/") and "::" in line]
+    conventions = [line for line in results if line.startswith("tests/models/test_output_conventions.py")]
+    assert conventions and all(" SKIPPED" in line for line in conventions)
+    assert sum(line.startswith(f"tests/models/{NAME}/") and " PASSED" in line for line in results) == 2
+    assert any(line.startswith("tests/test_model_contract.py") and " PASSED" in line for line in results)
+    # Its page says it has none.
+    show = (
+        "import importlib.util, sys; from pathlib import Path; "
+        "spec = importlib.util.spec_from_file_location('render_model_docs', 'scripts/render_model_docs.py'); "
+        "module = sys.modules[spec.name] = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); "
+        f"print(next(page.markdown for page in module.model_pages(Path('docs'))[0] if page.model_type == {NAME!r}))"
+    )
+    page = run(["-c", show], repository, env={"PYTHONPATH": str(repository / "src")})
+    assert page.returncode == 0, page.stderr[-3000:]
+    assert "it has no training recipe, so the training entries do not train it" in page.stdout
+    # The training entry refuses it, saying why.
+    trained = run(
+        ["scripts/run_parser.py", "--model_type", NAME, "--train_file", "train.conllu", "--output_dir", "out"],
+        repository,
+        env={"PYTHONPATH": str(repository / "src")},
+    )
+    assert trained.returncode != 0 and f"model type '{NAME}' has no training recipe" in trained.stderr
