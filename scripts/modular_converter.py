@@ -82,7 +82,7 @@ def _bound_names(node: ast.stmt) -> tuple[str, ...]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return (node.name,)
     names = []
-    pending = [node]
+    pending: list[ast.AST] = [node]
     while pending:
         current = pending.pop(0)
         if isinstance(current, (ast.Import, ast.ImportFrom)):
@@ -94,6 +94,12 @@ def _bound_names(node: ast.stmt) -> tuple[str, ...]:
         else:
             pending += list(ast.iter_child_nodes(current))
     return tuple(dict.fromkeys(names))
+
+
+def _last_line(node: ast.stmt) -> int:
+    """The statement's last line (ast.parse sets it; typeshed's `end_lineno` is optional, for nodes built by hand)."""
+    assert node.end_lineno is not None
+    return node.end_lineno
 
 
 def _used_names(node: ast.AST) -> frozenset[str]:
@@ -137,7 +143,7 @@ class Module:
         previous_end = 0
         body = tree.body[1:] if has_docstring else tree.body
         if has_docstring:
-            previous_end = tree.body[0].end_lineno
+            previous_end = _last_line(tree.body[0])
         for node in body:
             first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
             start = first - 1
@@ -155,7 +161,7 @@ class Module:
                 gap=own_start - previous_end,
                 index=len(self.statements),
             )
-            previous_end = node.end_lineno
+            previous_end = _last_line(node)
             self.statements.append(statement)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for binding in self._import_bindings(node):
@@ -294,7 +300,10 @@ def _render_imports(bindings: list[ImportBinding]) -> str:
             members = groups[group][key]
             if key[0] and key[3] == "":  # names without alias share one line
                 dots = "." * key[1]
-                names = sorted({m.name for m in members}, key=lambda n: (not n.isupper(), not n[0].isupper(), n))
+                names = sorted(
+                    {m.name for m in members if m.name is not None},
+                    key=lambda n: (not n.isupper(), not n[0].isupper(), n),
+                )
                 line = f"from {dots}{key[2]} import {', '.join(names)}"
                 if len(line) > 120:
                     line = f"from {dots}{key[2]} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
@@ -359,9 +368,8 @@ class ModularSource:
 
     def _exported(self) -> list[str] | None:
         for statement in self._body():
-            if statement.bound == ("__all__",):
-                value = ast.literal_eval(statement.node.value)
-                return list(value)
+            if statement.bound == ("__all__",) and isinstance(statement.node, ast.Assign):
+                return list(ast.literal_eval(statement.node.value))
         return None
 
     def _render(

@@ -1,16 +1,14 @@
 """The shipped checkpoints' cards (each checkpoint's README.md and modeling_cards/<name>.md) are current."""
 
-import importlib.util
 import shutil
+from types import ModuleType
 
 from tests.helpers.paths import ROOT
+from tests.helpers.scripts import load_script
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("render_model_cards", ROOT / "scripts" / "render_model_cards.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _script() -> ModuleType:
+    return load_script("render_model_cards")
 
 
 def test_every_shipped_card_is_current(capsys):
