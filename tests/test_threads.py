@@ -23,8 +23,13 @@ def machine(monkeypatch):
 
     def set_machine(cores, busy):
         measured = []
+
+        def busy_cores_of_others():
+            measured.append(busy)
+            return busy
+
         monkeypatch.setattr(threads, "usable_cores", lambda: cores)
-        monkeypatch.setattr(threads, "busy_cores_of_others", lambda: measured.append(busy) or busy)
+        monkeypatch.setattr(threads, "busy_cores_of_others", busy_cores_of_others)
         return measured
 
     return set_machine

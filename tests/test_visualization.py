@@ -2,6 +2,7 @@
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 
@@ -9,7 +10,7 @@ from hf_structure.visualization import LABEL_CHAR_WIDTH, LABEL_FONT_SIZE, draw_t
 
 SVG = "{http://www.w3.org/2000/svg}"
 # A hand-made parse (a pipeline result): "The old <b>& sat on the bench ."
-RESULT = {
+RESULT: dict[str, Any] = {
     "words": ["The", "old", "<b>&", "sat", "on", "the", "bench", "."],
     "tree": "((The (old <b>&)) (sat (on (the bench))) .)",
     "spans": [[0, 8], [0, 3], [1, 3], [3, 7], [4, 7], [5, 7]],
@@ -75,14 +76,14 @@ def test_draw_text_arcs_join_head_and_dependent():
 
 
 def word_centres(root) -> list[float]:
-    return [float(t.get("x")) for t in root.iter(SVG + "text") if t.get("class") == "word"]
+    return [float(t.attrib["x"]) for t in root.iter(SVG + "text") if t.get("class") == "word"]
 
 
 @pytest.mark.parametrize("result", CASES, ids=["sentence", "left-branching", "one-word"])
 def test_svg(result):
     svg = render_svg(result)
     root = ET.fromstring(svg)  # valid XML
-    assert root.tag == SVG + "svg" and float(root.get("width")) > 0 and float(root.get("height")) > 0
+    assert root.tag == SVG + "svg" and float(root.attrib["width"]) > 0 and float(root.attrib["height"]) > 0
     words = [t.text for t in root.iter(SVG + "text") if t.get("class") == "word"]
     assert words == result["words"]
     nodes = [c for c in root.iter(SVG + "circle") if c.get("class") == "node"]
@@ -97,7 +98,7 @@ def test_svg(result):
     centres = word_centres(root)
     arcs_by_end = []
     for arc in arcs:
-        numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", arc.get("d"))]
+        numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", arc.attrib["d"])]
         arcs_by_end.append((numbers[0], numbers[-2]))
     expected = [(centres[h - 1], centres[d]) for d, h in enumerate(result["heads"]) if h]
     assert len(arcs_by_end) == len(expected)
@@ -108,9 +109,9 @@ def test_svg(result):
     assert len(edges) == len(result["spans"]) - 1 + len(result["words"])
     # Words sit left to right, the tree above them and the arcs below.
     assert centres == sorted(centres)
-    word_y = float(next(t for t in root.iter(SVG + "text") if t.get("class") == "word").get("y"))
-    assert all(float(node.get("cy")) < word_y for node in nodes)
-    assert all(float(arc.get("d").split(",")[1].split()[0]) > word_y for arc in arcs)
+    word_y = float(next(t for t in root.iter(SVG + "text") if t.get("class") == "word").attrib["y"])
+    assert all(float(node.attrib["cy"]) < word_y for node in nodes)
+    assert all(float(arc.attrib["d"].split(",")[1].split()[0]) > word_y for arc in arcs)
 
 
 def test_svg_escapes_words():
@@ -181,10 +182,10 @@ def test_svg_labels_each_arc_at_its_lowest_point_and_the_root_with_its_label():
     expected = [label for label, head in zip(LABELLED["deprels"], LABELLED["heads"]) if head]
     assert [label.text for label in labels] == expected
     for arc, label in zip(arcs, labels):  # the label sits on the middle of its own arc, below the words
-        numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", arc.get("d"))]
+        numbers = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", arc.attrib["d"])]
         start_x, start_y, bottom = numbers[0], numbers[1], numbers[3]
-        assert abs(float(label.get("x")) - (start_x + numbers[-2]) / 2) < 0.1
-        assert start_y < float(label.get("y")) < bottom + LABEL_FONT_SIZE
+        assert abs(float(label.attrib["x"]) - (start_x + numbers[-2]) / 2) < 0.1
+        assert start_y < float(label.attrib["y"]) < bottom + LABEL_FONT_SIZE
     boxes = [r for r in root.iter(SVG + "rect") if r.get("class") == "arc-label-box"]
     assert len(boxes) == len(labels)
     assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "root-label"] == ["root"]
@@ -207,8 +208,8 @@ def test_svg_of_a_parse_without_heads_or_spans_draws_what_is_there():
             assert len(nodes) == len(RESULT["spans"]) and len(edges) == len(RESULT["spans"]) - 1 + 8
             assert not arcs and not roots
             # no room is left below the words for arcs that are not there
-            word_y = float(next(t for t in root.iter(SVG + "text") if t.get("class") == "word").get("y"))
-            assert float(root.get("height")) < word_y + 40
+            word_y = float(next(t for t in root.iter(SVG + "text") if t.get("class") == "word").attrib["y"])
+            assert float(root.attrib["height"]) < word_y + 40
         else:
             assert not nodes and not edges
             assert len(arcs) == 7 and len(roots) == 1

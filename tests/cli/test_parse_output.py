@@ -49,6 +49,7 @@ def test_a_second_writer_of_the_same_output_is_refused_and_the_first_completes(m
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert first.stdin is not None and first.stderr is not None  # both piped
     try:
         first.stdin.write(f"{LINE}\n" * 4)  # one window of batches: written, so the file is claimed
         first.stdin.flush()

@@ -1,5 +1,7 @@
 """`hf-structure parse --threads N` and `hf-structure evaluate --threads N` reach the model's parse."""
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -9,7 +11,7 @@ from tests.helpers.hand_treebank import write_hand_treebank
 
 
 @pytest.fixture
-def seen_threads(monkeypatch) -> list[int]:
+def seen_threads(monkeypatch) -> Iterator[list[int]]:
     """The thread counts the tiny model's parse runs with, one per call (the pipeline loads it as StructFormerModel,
     evaluation as StructFormerForMaskedLM); torch's count is 3 around it."""
     seen = []

@@ -159,7 +159,8 @@ DECODERS = [pytest.param(eisner, True, id="eisner")] + [
 @PROPERTY
 @given(batch=arc_batches())
 def test_best_tree_random_scores(decode, projective, single_root, batch):
-    check_decoder(decode, *batch, single_root=single_root, projective=projective)
+    scores, mask, lengths = batch
+    check_decoder(decode, scores, mask, lengths, single_root=single_root, projective=projective)
 
 
 @pytest.mark.parametrize("decode, projective", DECODERS)
@@ -167,7 +168,8 @@ def test_best_tree_random_scores(decode, projective, single_root, batch):
 @PROPERTY
 @given(batch=arc_batches(values=coarse_score))
 def test_best_tree_ties_and_forbidden_arcs(decode, projective, single_root, batch):
-    check_decoder(decode, *batch, single_root=single_root, projective=projective)
+    scores, mask, lengths = batch
+    check_decoder(decode, scores, mask, lengths, single_root=single_root, projective=projective)
 
 
 def sentence(arcs):
@@ -306,7 +308,7 @@ def test_cky_small_cases():
     span_scores[0, 0, 2] = 1.0  # ((w0 w1) w2)
     span_scores[0, 0, 3] = 5.0
     span_scores[1, 0, 2] = 7.0  # length 2: the only tree
-    spans, best_scores = cky(span_scores, [3, 2, 1])
+    spans, best_scores = cky(span_scores, torch.tensor([3, 2, 1]))
     assert spans == [[(0, 3), (0, 2)], [(0, 2)], []]
     assert best_scores.tolist() == [6.0, 7.0, 0.0]
 
@@ -315,7 +317,7 @@ def test_cky_pre_order():
     span_scores = torch.zeros(1, 7, 7)
     for span in [(0, 6), (0, 3), (1, 3), (3, 6), (3, 5)]:
         span_scores[0, span[0], span[1]] = 1.0
-    spans, _ = cky(span_scores, [6])
+    spans, _ = cky(span_scores, torch.tensor([6]))
     assert spans == [[(0, 6), (0, 3), (1, 3), (3, 6), (3, 5)]]
 
 
@@ -372,8 +374,13 @@ def test_chu_liu_edmonds_uses_the_compiled_decoder_where_installed(monkeypatch):
     scores = torch.randn(4, 6, 6, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     mask = torch.tensor([[False] + [True] * 5] * 3 + [[False, True, True, False, False, False]])
     used = []
+
+    def compiled(*args):
+        used.append(args)
+        return "compiled"
+
     monkeypatch.setattr(decoding, "compiled_chu_liu_edmonds", object())  # as if installed
-    monkeypatch.setattr(decoding, "_chu_liu_edmonds_compiled", lambda *args: used.append(args) or "compiled")
+    monkeypatch.setattr(decoding, "_chu_liu_edmonds_compiled", compiled)
     assert decoding.chu_liu_edmonds(scores, mask) == "compiled" and len(used) == 1
     monkeypatch.setattr(decoding, "compiled_chu_liu_edmonds", None)
     assert torch.equal(decoding.chu_liu_edmonds(scores, mask), batched_chu_liu_edmonds(scores, mask))

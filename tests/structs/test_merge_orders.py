@@ -186,10 +186,12 @@ def test_a_merge_orders_targets_are_its_trees_nodes_and_their_splits_in_the_form
     scores = torch.randn(3, 4)
     assert torch.allclose(
         split_cross_entropy(scores, sentence, first, last, split, lengths, 1),
-        sum(
-            -torch.log_softmax(scores[b, f:la], -1)[k - f] / lengths[b]  # splits f .. la - 1 of words f .. la
-            for b, f, la, k in zip(sentence, first, last, split)
-        )
+        torch.stack(
+            [
+                -torch.log_softmax(scores[b, f:la], -1)[k - f] / lengths[b]  # splits f .. la - 1 of words f .. la
+                for b, f, la, k in zip(sentence, first, last, split)
+            ]
+        ).sum()
         / 3,
     )
 

@@ -26,8 +26,8 @@ def replay(heads, actions):
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_the_oracle_rebuilds_every_tree_and_swaps_only_for_non_projective_ones(n):
-    for heads in itertools.product(range(n + 1), repeat=n):
-        heads = list(heads)
+    for candidate in itertools.product(range(n + 1), repeat=n):
+        heads = list(candidate)
         if not heads_are_tree(heads):
             continue
         actions = swap_oracle(heads)
