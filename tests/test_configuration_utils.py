@@ -3,6 +3,8 @@ folder saved with the encoder's settings flat at the top level of its config.jso
 bundled g2gtr-ewt and arc-hybrid-ewt included) loads into the same encoder and the same weight names, and saves
 nested."""
 
+from typing import Any
+
 import pytest
 from transformers import BertConfig
 
@@ -10,7 +12,7 @@ from hf_structure.configuration_utils import FLAT_ENCODER_KEYS
 from tests.helpers.tiny_models import declared_tiny_models
 
 # A tiny encoder's settings as a config.json of the flat format holds them.
-FLAT_ENCODER = {
+FLAT_ENCODER: dict[str, Any] = {
     "vocab_size": 40,
     "hidden_size": 24,
     "num_hidden_layers": 2,
@@ -43,7 +45,7 @@ def test_a_flat_config_loads_into_the_same_encoder_and_weight_names(name, tmp_pa
     spec, own = PARSERS[name]
     config_class, model_class = spec.config_class, spec.auto_classes[spec.parsing_class]
     flat = config_class.from_dict({**FLAT_ENCODER, **own, "model_type": config_class.model_type})
-    nested = config_class(encoder_config=BertConfig(**FLAT_ENCODER), **own)
+    nested = config_class(encoder_config=BertConfig(**FLAT_ENCODER), **own)  # type: ignore[call-arg]  # transformers types PreTrainedConfig's __init__ as its fields alone
     assert {key: getattr(flat.encoder_config, key) for key in FLAT_ENCODER} == FLAT_ENCODER
     assert flat.pad_token_id == FLAT_ENCODER["pad_token_id"]  # the model's too, as transformers' Trainer sets it
     assert flat.encoder_config.to_dict() == nested.encoder_config.to_dict()
@@ -59,11 +61,11 @@ def test_a_flat_config_loads_into_the_same_encoder_and_weight_names(name, tmp_pa
 def test_the_encoder_is_given_one_way_and_is_a_bert(name):
     config_class = PARSERS[name][0].config_class
     with pytest.raises(ValueError, match="hidden_size given beside encoder_config"):
-        config_class(encoder_config=FLAT_ENCODER, hidden_size=48)
+        config_class(encoder_config=FLAT_ENCODER, hidden_size=48)  # type: ignore[call-arg]  # transformers types PreTrainedConfig's __init__ as its fields alone
     with pytest.raises(ValueError, match="must be a BERT's, got model_type 'roberta'"):
-        config_class(encoder_config={**FLAT_ENCODER, "model_type": "roberta"})
+        config_class(encoder_config={**FLAT_ENCODER, "model_type": "roberta"})  # type: ignore[call-arg]  # transformers types PreTrainedConfig's __init__ as its fields alone
     # Beside a nested encoder, the model's own padding id (the Trainer's alignment with the tokenizer) is no conflict.
-    assert config_class(encoder_config=FLAT_ENCODER, pad_token_id=0).encoder_config.pad_token_id == 0
+    assert config_class(encoder_config=FLAT_ENCODER, pad_token_id=0).encoder_config.pad_token_id == 0  # type: ignore[call-arg]  # transformers types PreTrainedConfig's __init__ as its fields alone
 
 
 @pytest.mark.parametrize("name", PARSERS)

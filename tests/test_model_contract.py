@@ -21,6 +21,7 @@ from hf_structure.configuration_utils import StructureConfig
 from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.registry import MODEL_SPECS
 from tests.helpers.paths import FIXTURES, ROOT
+from tests.helpers.scripts import load_script
 from tests.helpers.tiny_models import declared_tiny_models, save_declared_tiny_model
 from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
 from tests.helpers.tiny_parser_spec import MODEL_SPEC
@@ -46,7 +47,7 @@ def tiny_folder(tmp_path_factory):
 def test_the_pipeline_serves_a_new_model_and_applies_its_punctuation_policy(tiny_folder):
     from transformers import pipeline
 
-    parser = pipeline("unsupervised-parsing", model=str(tiny_folder))
+    parser = pipeline("unsupervised-parsing", model=str(tiny_folder))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     (result,) = parser("the dog ran.")
     assert result["words"] == ["the", "dog", "ran", "."]
     assert len(result["heads"]) == 4 and result["heads"][0] == 0  # policy "keep": the model saw the period
@@ -154,8 +155,6 @@ print(parser('the dog ran.')[0]['words'])
 
 
 def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_entries(tiny_folder, tmp_path):
-    import importlib.util
-
     from transformers import pipeline
 
     from hf_structure.hub import export_model_folder
@@ -203,9 +202,7 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     assert [entry["step"] for entry in dev_scores] == [2, 4] and all("parse_las" in entry for entry in dev_scores)
     assert {"eval_loss", "eval_parse_uas", "eval_parse_las"} <= set(trainer.evaluate())  # the Trainer's eval_ keys
 
-    spec = importlib.util.spec_from_file_location("bundle_parser", ROOT / "scripts" / "bundle_parser.py")
-    bundle_parser = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bundle_parser)
+    bundle_parser = load_script("bundle_parser")
     bundled = tmp_path / "bundled"
     bundle_parser.main(
         [
@@ -227,7 +224,7 @@ def test_a_new_model_trains_evaluates_bundles_and_exports_through_the_shared_ent
     assert training["steps"] == 4 and "(every sentence once an epoch)" in training["train_data"]
     assert training["notes"].startswith("weights stored as: half precision")  # the first storage within --allow-changed
     assert json.loads((bundled / "hf_structure_eval.json").read_text())["sentences"] == 2
-    assert pipeline("unsupervised-parsing", model=str(bundled))("the dog ran .")[0]["heads"][0] == 0
+    assert pipeline("unsupervised-parsing", model=str(bundled))("the dog ran .")[0]["heads"][0] == 0  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
 
     exported = export_model_folder(bundled, tmp_path / "export", repo_id="org/tiny-trained")
     assert (exported / "tiny_parser.py").is_file() and "| LAS |" in (exported / "README.md").read_text()
@@ -332,7 +329,7 @@ def test_each_tiny_model_exports_with_its_card_and_parses_the_same_without_hf_st
     code_classes = [spec.config_class, *spec.auto_classes.values()]
     assert all((out / f"{cls.__module__.rsplit('.', 1)[-1]}.py").is_file() for cls in code_classes)
     sentences = [WORDS, ["a", "dog", "ran"]]
-    expected = pipeline("unsupervised-parsing", model=str(out))(sentences, is_split_into_words=True)
+    expected = pipeline("unsupervised-parsing", model=str(out))(sentences, is_split_into_words=True)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     assert parse_without_hf_structure(out, sentences, tmp_path, is_split_into_words=True) == expected
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 def imported_modules(path: Path) -> set[str]:
     """Every module `path` imports (`"re"`, `"collections.abc"`, `".word_tokenization"` for a relative one)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    imported = set()
+    imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name for alias in node.names)

@@ -101,7 +101,7 @@ def _merge_position(nodes, terminals, window):
             continue
         node = nodes[(terminals[first][0], terminals[last][1])]
         allowed = {k: s for k, s in node.split_scores.items() if k in ends and ends[k] < last}
-        split = max(allowed, key=allowed.get)
+        split = max(allowed, key=allowed.__getitem__)
         for child in ((first, ends[split]), (ends[split] + 1, last)):
             if child[1] > child[0]:
                 stack.append(child)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import torch
 
-from hf_structure import R2D2ForLanguageModeling, StructFormerForMaskedLM
 from hf_structure.data.tokenization import build_word_tokenizer
+from hf_structure.models.r2d2 import R2D2ForLanguageModeling
+from hf_structure.models.structformer import StructFormerForMaskedLM
 from hf_structure.registry import MODEL_SPECS, ModelSpec, TinyModel
 
 CORPUS = ["the old man sat on the bench", "a dog ran and tired"]

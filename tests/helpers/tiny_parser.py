@@ -18,11 +18,12 @@ class TinyParserConfig(PreTrainedConfig):
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.punctuation_policy = punctuation_policy
-        super().__init__(pad_token_id=pad_token_id, **kwargs)
+        # transformers' types give PreTrainedConfig's __init__ its dataclass fields alone; it takes any keyword.
+        super().__init__(pad_token_id=pad_token_id, **kwargs)  # type: ignore[call-arg]
 
 
 class TinyParserModel(PreTrainedModel):
-    config_class = TinyParserConfig
+    config_class: type[PreTrainedConfig] = TinyParserConfig  # test_model_contract's variants name other configs
     base_model_prefix = "tiny"
 
     def __init__(self, config):
@@ -48,7 +49,7 @@ class TinyParserModel(PreTrainedModel):
         loss = nn.functional.cross_entropy(masked[learnable], targets[learnable])
         return loss, scores
 
-    parse_options = {}  # the parse contract: no option; parses hold heads and labels
+    parse_options: dict[str, tuple[str, ...]] = {}  # the parse contract: no option; parses hold heads and labels
     parse_outputs = ("heads", "deprels")
 
     @torch.no_grad()

@@ -2,10 +2,11 @@
 checkpoint with a WordPiece tokenizer over their words: the stand-in for MiniLM in the supervised parsers' tests."""
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
-SENTENCES = [
+SENTENCES: list[dict[str, Any]] = [
     {
         "id": "a",
         "words": ["the", "dog", "ran", "."],
@@ -33,17 +34,17 @@ WORD_PIECES = [
 
 def word_piece_tokenizer():
     """The tiny BERT's WordPiece tokenizer (`WORD_PIECES`)."""
-    from transformers import BertTokenizerFast
+    from transformers import BertTokenizer  # transformers 5's fast one (BertTokenizerFast is its alias)
 
-    return BertTokenizerFast(vocab={piece: index for index, piece in enumerate(WORD_PIECES)})
+    return BertTokenizer(vocab={piece: index for index, piece in enumerate(WORD_PIECES)})
 
 
 def write_tiny_bert(folder: Path) -> Path:
     """Save a tiny random BERT (3 layers of width 32) and its WordPiece tokenizer to `folder`."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel, BertTokenizer
 
     (folder / "vocab.txt").write_text("\n".join(WORD_PIECES) + "\n")
-    tokenizer = BertTokenizerFast(vocab=str(folder / "vocab.txt"))
+    tokenizer = BertTokenizer(vocab=str(folder / "vocab.txt"))
     torch.manual_seed(0)
     config = BertConfig(
         vocab_size=len(tokenizer),
