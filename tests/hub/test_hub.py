@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -69,7 +70,7 @@ EVAL_FIXTURE = {
         "left-branching": {"sentence_f1": 8.66, "corpus_f1": 6.37, "uas": 30.37, "uuas": 50.58},
     },
 }
-TRAINING_FIXTURE = {
+TRAINING_FIXTURE: dict[str, Any] = {
     "command": "python scripts/run_mlm.py --output_dir runs/test-fixture --hidden_size 32 --max_steps 17",
     "wall_time_s": 5432.1,
     "machine": "test fixture machine (2 CPU cores)",
@@ -157,7 +158,7 @@ def expected(exported) -> dict:
     parses = []
     for sentence in SENTENCES:
         parses.append(normalise(model.parse([sentence.split()], tokenizer)[0]))
-    (parsed,) = pipeline("unsupervised-parsing", model=exported)(TEXT)  # one sentence
+    (parsed,) = pipeline("unsupervised-parsing", model=exported)(TEXT)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks; one sentence
     return {"model": parses, "pipeline": normalise(parsed), "tree": parsed["tree"]}
 
 
@@ -251,7 +252,7 @@ def test_installed_pipeline_needs_no_remote_code(exported, expected):
 
     assert "custom_pipelines" in json.loads((exported / "config.json").read_text())
     assert not getattr(AutoConfig.from_pretrained(exported), "custom_pipelines", None)
-    parser = pipeline("unsupervised-parsing", model=exported)
+    parser = pipeline("unsupervised-parsing", model=exported)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     assert type(parser).__module__ == "hf_structure.pipelines.unsupervised_parsing"
     assert type(parser.model).__module__.startswith("hf_structure.")
     assert normalise(parser(TEXT)[0]) == expected["pipeline"]
@@ -263,7 +264,7 @@ def test_the_documented_route_without_a_task_works_with_hf_structure_imported(ex
     custom_pipelines, which the registered config classes drop, so it used to reach the Hub ("Repo id must be...")."""
     from transformers import pipeline
 
-    parser = pipeline(model=str(exported), trust_remote_code=trust_remote_code)
+    parser = pipeline(model=str(exported), trust_remote_code=trust_remote_code)  # type: ignore[call-overload]  # transformers' overloads make `task` required
     assert normalise(parser(TEXT)[0]) == expected["pipeline"]
 
 
@@ -334,7 +335,7 @@ def test_model_card_follows_the_records(checkpoint, tmp_path):
 def test_push_uploads_the_export_and_contacts_nothing_else(checkpoint, monkeypatch):
     import huggingface_hub
 
-    calls = []
+    calls: list[tuple[Any, ...]] = []  # (method, repo id, keywords[, the files uploaded])
 
     def create_repo(self, repo_id, **kwargs):
         calls.append(("create_repo", repo_id, kwargs))

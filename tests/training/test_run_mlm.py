@@ -316,7 +316,7 @@ def test_fine_tuning_a_saved_model_on_a_text_file_saves_reloads_and_parses(tmp_p
     assert not torch.equal(model.structformer.embed_tokens.weight, before.structformer.embed_tokens.weight)
     tokenizer = AutoTokenizer.from_pretrained(tuned)
     assert tokenizer.convert_ids_to_tokens(tokenizer("The 5 Days")["input_ids"]) == ["the", "N", "days"]
-    parser = pipeline("unsupervised-parsing", model=str(tuned))
+    parser = pipeline("unsupervised-parsing", model=str(tuned))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     parsed = parser("Her blood pressure rose after 3 days.")[0]  # the text is one sentence
     assert parsed["words"] == ["Her", "blood", "pressure", "rose", "after", "3", "days", "."]
     assert parsed["spans"][0] == [0, 8]
@@ -441,7 +441,7 @@ def test_an_r2d2_is_fine_tuned_on_new_text_and_parses(tmp_path, text_files):
 
     tuned_model, base_model = AutoModelForMaskedLM.from_pretrained(tuned), AutoModelForMaskedLM.from_pretrained(base)
     assert not torch.equal(tuned_model.r2d2.embed_tokens.weight, base_model.r2d2.embed_tokens.weight)
-    parser = pipeline("unsupervised-parsing", model=str(tuned))
+    parser = pipeline("unsupervised-parsing", model=str(tuned))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     parsed = parser("Her blood pressure rose after 3 days.")[0]  # the text is one sentence
     assert parsed["words"] == ["Her", "blood", "pressure", "rose", "after", "3", "days", "."]
     assert parsed["spans"][0] == [0, 8] and len(parsed["spans"]) == 6  # binary over the 7 words, then the period
@@ -570,6 +570,7 @@ def r2d2_trainer(tmp_path, own_args, **training):
         report_to="none",
         **{"learning_rate": 1e-4, "weight_decay": 0.01, **training},
     )
+    assert TRAINING.optimizer_parts is not None  # R2D2's recipe: the parser, the rest of the model
     return LanguageModelTrainer(model=model, args=args, optimizer_parts=TRAINING.optimizer_parts(own_args, args))
 
 
@@ -591,10 +592,10 @@ def test_the_top_down_parser_trains_at_its_own_learning_rate_and_warm_up(tmp_pat
         assert len(in_parser) == 1 and group["lr"] == (1e-2 if in_parser == {True} else 1e-4)
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(list(model.parameters()))
     scheduler = trainer.create_scheduler(num_training_steps=10, optimizer=optimizer)
-    rates = {True: set(), False: set()}
+    rates_in_parser: dict[bool, set[float]] = {True: set(), False: set()}
     for group in optimizer.param_groups:  # step 0: the parser warms up from 0, the rest starts at its peak
-        rates[id(group["params"][0]) in parser].add(group["lr"])
-    assert rates == {True: {0.0}, False: {1e-4}}
+        rates_in_parser[id(group["params"][0]) in parser].add(group["lr"])
+    assert rates_in_parser == {True: {0.0}, False: {1e-4}}
     optimizer.step()
     scheduler.step()
     rates = {round(g["lr"], 12) for g in optimizer.param_groups}
@@ -648,11 +649,13 @@ def test_a_schedule_tied_to_the_wall_clock_decays_by_the_budget_spent_or_the_ste
             **settings,
         )
         trainer = LanguageModelTrainer(model=tiny_fast_r2d2(), args=args)
+        wall_clock = trainer.wall_clock
+        assert wall_clock is not None  # max_train_time_s sets one
         now = [0.0]
-        trainer.wall_clock.clock = lambda: now[0]
+        wall_clock.clock = lambda: now[0]
         trainer.create_optimizer()
         scheduler = trainer.create_scheduler(num_training_steps=100)
-        trainer.wall_clock.on_train_begin(args, None, None)
+        wall_clock.on_train_begin(args, None, None)
         return trainer, scheduler, now
 
     def rates_after(trainer, scheduler, now, seconds):
@@ -733,14 +736,14 @@ def documented_commands() -> list[tuple[str, list[str]]]:
     commands = []
     for path in sorted((ROOT / "records").glob("*/command*.txt")):
         words = path.read_text().split()
-        script = next(i for i, word in enumerate(words) if word.endswith(("run_mlm.py", "run_parser.py")))
-        commands.append((f"{path.parent.name}/{path.name}", words[script:]))
+        script_at = next(i for i, word in enumerate(words) if word.endswith(("run_mlm.py", "run_parser.py")))
+        commands.append((f"{path.parent.name}/{path.name}", words[script_at:]))
     for path in sorted((ROOT / "records").glob("*/*.sh")):
         text = path.read_text().replace("\\\n", " ")
         if "common=(" not in text:
             continue
-        array = text[text.index("common=(") + len("common=(") :]
-        array = array[: array.index(")\n")].split()
+        array_at = text.index("common=(") + len("common=(")
+        array = text[array_at : text.index(")\n", array_at)].split()
         for line in text.splitlines():  # each run adds its own arguments after the array
             if '"${common[@]}"' in line and "scripts/run_" in line:
                 script = line.split('"${common[@]}"')[0].split()[-1]

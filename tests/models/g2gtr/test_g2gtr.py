@@ -222,7 +222,7 @@ def test_an_exported_parser_parses_the_same_without_hf_structure(parser, tmp_pat
     from transformers import pipeline
 
     text = "the old man sat on the bench ."
-    expected = pipeline("unsupervised-parsing", model=str(out))(text.split(), is_split_into_words=True)
+    expected = pipeline("unsupervised-parsing", model=str(out))(text.split(), is_split_into_words=True)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     assert parse_without_hf_structure(out, text.split(), tmp_path, is_split_into_words=True) == expected
     assert (out / "modeling_g2gtr.py").is_file() and (out / "configuration_g2gtr.py").is_file()
 
@@ -237,7 +237,7 @@ def test_the_pipeline_parses_text_and_words_into_labelled_conllu(parser, tmp_pat
     folder = tmp_path / "parser"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    parse = pipeline("unsupervised-parsing", model=str(folder))
+    parse = pipeline("unsupervised-parsing", model=str(folder))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     (result,) = parse("The dog ran.")  # raw text, split PTB-style; punctuation reaches the parser
     assert result["words"] == ["The", "dog", "ran", "."] and heads_are_tree(result["heads"])
     assert set(result) == {"words", "offsets", "text", "heads", "deprels"} and len(result["deprels"]) == 4

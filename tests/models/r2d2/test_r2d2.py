@@ -299,7 +299,7 @@ def test_an_exported_r2d2_parses_the_same_as_remote_code(tiny_r2d2_folder, tmp_p
     sentence = "The old man sat on the bench ."
     from transformers import pipeline
 
-    [expected] = pipeline("unsupervised-parsing", model=str(tiny_r2d2_folder))(sentence)  # one sentence
+    [expected] = pipeline("unsupervised-parsing", model=str(tiny_r2d2_folder))(sentence)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks; one sentence
     code = f"""
 import sys
 class Block:
@@ -379,6 +379,7 @@ def test_forced_encoding_of_the_chart_tree_gives_the_chart_root(pruning):
     chart = model(ids, mask).chart
     orders = [merge_order_of(chart_tree(chart, b), max(lengths)) for b in range(len(lengths))]
     forced = model.encode_tree(ids, mask, merge_order=torch.cat(orders))
+    assert forced.chart is not None and forced.root_states is not None  # what encoding a tree gives
     for b in range(len(lengths)):
         assert chart_tree(forced.chart, b) == chart_tree(chart, b)
     assert torch.allclose(forced.root_states, chart.node_states[chart.roots], atol=1e-6)
@@ -559,19 +560,20 @@ class _Multiply(torch.nn.Module):
         return hidden * next(self.masks)
 
 
-def test_the_dropout_masks_sit_where_the_reference_layer_drops():
+def test_the_dropout_masks_sit_where_the_reference_layer_drops(monkeypatch):
     """Given the same masks, the layer equals the reference layer whose two nn.Dropout modules multiply by them:
     attention output, feed-forward inner activations, feed-forward output (attention dropout 0 in both)."""
-    from hf_structure.models.r2d2.modeling_r2d2 import ROLE_LEFT, ROLE_RIGHT, ROLE_TASK
+    from hf_structure.models.r2d2.modeling_r2d2 import ROLE_LEFT, ROLE_RIGHT, ROLE_TASK, R2D2CompositionLayer
 
     layer = perturbed_r2d2(hidden_dropout=0.1).composition_layers[0]
+    assert isinstance(layer, R2D2CompositionLayer)  # (a ModuleList's items are typed as any Module)
     count, length = 50, 4
     generator = torch.Generator().manual_seed(3)
     hidden = torch.randn(count, length, 16, generator=generator)
     masks = [(torch.rand(count, length, size, generator=generator) > 0.3).float() / 0.7 for size in (16, 64, 16)]
-    layer.dropout_multipliers = lambda *args: [None, *masks]
+    monkeypatch.setattr(layer, "dropout_multipliers", lambda *args: [None, *masks])
     actual = layer(hidden, 2)
-    layer.dropout = _Multiply(0.1, [masks[0], masks[2]])
+    monkeypatch.setattr(layer, "dropout", _Multiply(0.1, [masks[0], masks[2]]))
     layer.feed_forward[2] = _Multiply(0.1, [masks[1]])
     roles = torch.tensor([ROLE_TASK, ROLE_TASK, ROLE_LEFT, ROLE_RIGHT])
     visible = torch.eye(length, dtype=torch.bool)
@@ -584,16 +586,21 @@ def test_composition_dropout_keeps_at_the_rate_and_the_torch_seed_reproduces_it(
     """Each site keeps 1 - p of its entries (within 4 sigma), scaled by 1 / (1 - p), with attention and hidden
     dropout of different rates; `torch.manual_seed`, or torch's RNG state restored as on resuming from a checkpoint,
     gives the same masks and output; the next draw differs; evaluation drops nothing."""
+    from hf_structure.models.r2d2.modeling_r2d2 import R2D2CompositionLayer
+
     model = perturbed_r2d2(hidden_dropout=0.1, attention_dropout=0.25)
     layer = model.composition_layers[0]
+    assert isinstance(layer, R2D2CompositionLayer)
     torch.manual_seed(5)
     masks = layer.dropout_multipliers(2000, 4, torch.float32, torch.device("cpu"))
-    for mask, p in zip(masks, [0.25, 0.1, 0.1, 0.1]):
+    shapes = [(2000, 4, 3, 4), (2000, 4, 16), (2000, 4, 64), (2000, 4, 16)]
+    assert len(masks) == len(shapes)
+    for mask, p, shape in zip(masks, [0.25, 0.1, 0.1, 0.1], shapes):
+        assert mask is not None and tuple(mask.shape) == shape, p  # a mask at every site: no p is 0
         values = set(mask.unique().tolist())
         assert values == {0.0, torch.tensor(1 / (1 - p)).item()}, (p, values)
         kept = float((mask != 0).float().mean())
         assert abs(kept - (1 - p)) <= 4 * (p * (1 - p) / mask.numel()) ** 0.5, (p, kept)
-    assert [tuple(mask.shape) for mask in masks] == [(2000, 4, 3, 4), (2000, 4, 16), (2000, 4, 64), (2000, 4, 16)]
 
     tasks = torch.randn(1, 2, 16).expand(64, -1, -1)
     left, right = torch.randn(64, 16), torch.randn(64, 16)

@@ -84,13 +84,12 @@ def test_the_parser_learns_from_the_target_its_config_names(monkeypatch, target)
 
     calls = []
     original = modeling.sample_chart_trees
-    monkeypatch.setattr(
-        modeling,
-        "sample_chart_trees",
-        lambda chart, samples, temperature: (
-            calls.append((samples, temperature)) or original(chart, samples, temperature)
-        ),
-    )
+
+    def sample_and_note(chart, samples, temperature):
+        calls.append((samples, temperature))
+        return original(chart, samples, temperature)
+
+    monkeypatch.setattr(modeling, "sample_chart_trees", sample_and_note)
     model = tiny_model(pruning="parser", parser_target=target, parser_target_temperature=2.0, **TINY_PARSER).train()
     ids, mask = batch_of([4, 9])
     output = model(ids, mask, labels=ids.masked_fill(mask == 0, -100))
@@ -120,12 +119,13 @@ def test_the_split_entropy_is_reported_in_training_only():
 
 def test_a_separate_decoder_has_weights_of_its_own_trained_by_the_language_model_and_saved(tmp_path):
     shared, separate = tiny_model(), tiny_model(tie_decoder=False)
-    assert shared.decoder_layers is None and len(separate.decoder_layers) == 2
+    assert shared.decoder_layers is None and separate.decoder_layers is not None and len(separate.decoder_layers) == 2
     assert not any("decoder_layers" in name for name, _ in shared.named_parameters())
     ids, mask = batch_of([4, 9])
     separate.train()(ids, mask, labels=ids.masked_fill(mask == 0, -100)).loss.backward()
-    assert separate.get_parameter("decoder_layers.0.query.weight").grad.abs().sum() > 0
-    assert separate.get_parameter("r2d2.composition_layers.0.query.weight").grad.abs().sum() > 0
+    for name in ("decoder_layers.0.query.weight", "r2d2.composition_layers.0.query.weight"):
+        grad = separate.get_parameter(name).grad
+        assert grad is not None and grad.abs().sum() > 0, name
     separate.save_pretrained(tmp_path)
     loaded = AutoModelForMaskedLM.from_pretrained(tmp_path).eval()
     separate.eval()

@@ -5,8 +5,10 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
 from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM
+from hf_structure.models.structformer.modeling_structformer import StructFormerLayer
 from tests.models.structformer.test_structformer import tiny_config
 
 
@@ -45,15 +47,20 @@ def test_xavier_attention_initialises_query_key_value_and_output_as_separate_squ
     fan_in = StructFormerForMaskedLM(tiny_config())
     d = 32
     for layer in xavier.structformer.layers:
+        assert isinstance(layer, StructFormerLayer)  # (a ModuleList's items are typed as any Module)
         for projection in (layer.attention.qkv, layer.attention.out):
             for block in projection.weight.chunk(projection.blocks):
                 bound = math.sqrt(6 / (2 * d))
                 assert block.abs().max() <= bound and block.abs().max() > 0.9 * bound
                 assert abs(block.var().item() - bound**2 / 3) < 0.25 * bound**2 / 3  # uniform(-bound, bound)
             assert torch.equal(projection.bias, torch.zeros_like(projection.bias))
-    attention = fan_in.structformer.layers[0].attention
+    first_layer = fan_in.structformer.layers[0]
+    assert isinstance(first_layer, StructFormerLayer)
+    attention = first_layer.attention
     assert attention.qkv.weight.abs().max() <= 1 / math.sqrt(d) and attention.qkv.bias.abs().sum() > 0
     # Only the attention changes: the feed-forward layers keep the fan-in initialisation.
-    assert xavier.structformer.layers[0].feed_forward[0].weight.abs().max() <= 1 / math.sqrt(d)
+    feed_forward = xavier.structformer.layers[0].feed_forward
+    assert isinstance(feed_forward, nn.Sequential) and isinstance(feed_forward[0], nn.Linear)
+    assert feed_forward[0].weight.abs().max() <= 1 / math.sqrt(d)
     with pytest.raises(ValueError, match="attention_initialization"):
         StructFormerConfig(attention_initialization="normal")
