@@ -14,7 +14,6 @@ gets the same random scores; score generation is not timed. Sentences are decode
 
 import argparse
 import random
-import sys
 import time
 
 import torch
@@ -63,7 +62,7 @@ def time_decoder(name: str, decode, inputs: list[dict]) -> float:
 def parser_speed(name: str, batch_size: int) -> None:
     from hf_structure.bundled import load_model_and_tokenizer
     from hf_structure.data.conllu_format import read_conllu
-    from hf_structure.evaluation.scoring import parse_word_lists
+    from hf_structure.pipelines.parser import Parser
 
     data = DATA_DIR / "ud-english-ewt" / "en_ewt-ud-test.conllu"
     if not data.is_file():
@@ -73,7 +72,7 @@ def parser_speed(name: str, batch_size: int) -> None:
     sentences = [s["words"] for s in read_conllu(data)]
     for decoding in ("derivation", "eisner"):
         start = time.perf_counter()
-        parse_word_lists(model, tokenizer, sentences, batch_size, head_decoding=decoding)
+        Parser(model, tokenizer).parse_words(sentences, batch_size=batch_size, head_decoding=decoding)
         seconds = time.perf_counter() - start
         print(
             f"parser {name} ({decoding} decoding): {len(sentences)} EWT test sentences in {seconds:.1f} s, "
@@ -132,4 +131,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

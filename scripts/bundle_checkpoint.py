@@ -34,7 +34,7 @@ from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.text import PTB_LM_TRAIN_DATA
 from hf_structure.data.treebanks import read_treebank
 from hf_structure.evaluation.perplexity import language_model_perplexity
-from hf_structure.evaluation.scoring import evaluate_baseline, evaluate_ensemble, evaluate_model
+from hf_structure.evaluation.scoring import evaluate, evaluate_baseline, evaluate_ensemble, gold_treebank
 from hf_structure.hub import render_model_card
 from hf_structure.hub.records import (
     TRAINING_RECORD,
@@ -44,6 +44,7 @@ from hf_structure.hub.records import (
     write_eval_record,
     write_training_record,
 )
+from hf_structure.pipelines.parser import Parser
 
 
 def _as_stage(training: dict) -> dict:
@@ -62,14 +63,18 @@ def keep_stored_precision(stored: Path, saved: Path) -> None:
         save_file(weights, saved, metadata={"format": "pt"})
 
 
-def teacher_scores(teachers: list[str], tie_break: str, gold) -> dict:
+def teacher_scores(teachers: list[str], tie_break: str, treebank: str, gold) -> dict:
     """The teacher's record: one model's scores, or the scores of the averaged trees of several teachers (models, or
     files of trees of the treebank's sentences) with each member's own F1."""
     if len(teachers) == 1 and not Path(teachers[0]).is_file():
         teacher, teacher_tokenizer = load_model_and_tokenizer(teachers[0])
-        return {"model": teachers[0], **evaluate_model(teacher, teacher_tokenizer, gold)}
+        return {
+            "model": teachers[0],
+            **evaluate(Parser(teacher, teacher_tokenizer), gold_treebank(teacher, treebank))[0],
+        }
     members = [
-        (Path(name).name, name) if Path(name).is_file() else (name, load_model_and_tokenizer(name)) for name in teachers
+        (Path(name).name, name) if Path(name).is_file() else (name, Parser(*load_model_and_tokenizer(name)))
+        for name in teachers
     ]
     scores = evaluate_ensemble(members, gold, tie_break)
     if len(members) == 1:  # one file of trees: its own trees
@@ -126,7 +131,7 @@ def main() -> None:
     keep_stored_precision(run / "model.safetensors", output / "model.safetensors")
 
     gold = read_treebank(args.treebank)
-    scores = evaluate_model(model, tokenizer, gold)
+    scores = evaluate(Parser(model, tokenizer), gold_treebank(model, args.treebank))[0]
     baselines = {}
     for name in ("right-branching", "left-branching", "random"):
         baseline = evaluate_baseline(args.treebank, name)
@@ -144,14 +149,14 @@ def main() -> None:
             results[metric.key] = None
     results["baselines"] = baselines
     if args.teacher:
-        results["teacher"] = teacher_scores(args.teacher, args.teacher_tie_break, gold)
+        results["teacher"] = teacher_scores(args.teacher, args.teacher_tie_break, args.treebank, gold)
         if args.teacher_origin:
             results["teacher"]["origin"] = args.teacher_origin
     stage_records = []
     for given in args.stage:
         name, _, folder = given.partition("=")
         stage_model, stage_tokenizer = load_model_and_tokenizer(folder)
-        stage_scores = evaluate_model(stage_model, stage_tokenizer, gold)
+        stage_scores = evaluate(Parser(stage_model, stage_tokenizer), gold_treebank(stage_model, args.treebank))[0]
         stage_records.append({"stage": name, **{key: stage_scores[key] for key in ("sentence_f1", "corpus_f1")}})
     if stage_records:
         results["stages"] = stage_records

@@ -19,6 +19,7 @@ The folder holds no copy of the model code: the installed package's classes load
 import argparse
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -27,7 +28,7 @@ from safetensors.torch import load_file, save_file
 import hf_structure  # noqa: F401  (registers the models)
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.conllu_format import read_conllu
-from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
+from hf_structure.evaluation.scoring import evaluate, gold_treebank
 from hf_structure.hub import render_model_card
 from hf_structure.hub.records import (
     load_training_record,
@@ -36,6 +37,7 @@ from hf_structure.hub.records import (
     write_eval_record,
     write_training_record,
 )
+from hf_structure.pipelines.parser import Parser
 from hf_structure.registry import model_spec
 from hf_structure.training import ParserTraining
 
@@ -84,8 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(recipe, ParserTraining):
         raise SystemExit(f"{run}: a {model.config.model_type} model is not a supervised parser (no parser recipe)")
     dev_words = [sentence["words"] for sentence in read_conllu(args.dev)]
-    full = parse_word_lists(model, tokenizer, dev_words)
-    storage, in_half, storage_changed = "float32", None, 0
+    full = Parser(model, tokenizer).parse_words(dev_words)
+    storage: str | None = "float32"
+    in_half: Callable[[str], bool] | None = None  # which parameters are stored in half precision
+    storage_changed = 0
     if stored_mb(model, lambda name: False) > args.max_mb:
         storage = None  # float32 is too large: a plan below must change no dev parse
     for description, rule in storage_plans(model, recipe):
@@ -97,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
             for name, parameter in trial.named_parameters():
                 if rule(name):
                     parameter.copy_(parameter.half().float())
-        changed = sum(a != b for a, b in zip(full, parse_word_lists(trial, tokenizer, dev_words)))
+        changed = sum(a != b for a, b in zip(full, Parser(trial, tokenizer).parse_words(dev_words)))
         print(f"{description}: {changed} of {len(dev_words)} dev parses change")
         if changed <= args.allow_changed:
             storage, in_half, storage_changed = description, rule, changed
@@ -140,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     write_training_record(output, record)
 
     bundled, tokenizer = load_model_and_tokenizer(str(output))
-    dev = evaluate_on_conllu(bundled, tokenizer, args.dev)
-    test = evaluate_on_conllu(bundled, tokenizer, args.test)
+    dev = evaluate(Parser(bundled, tokenizer), gold_treebank(bundled, args.dev))[0]
+    test = evaluate(Parser(bundled, tokenizer), gold_treebank(bundled, args.test))[0]
     record = {
         "dataset": args.dataset,
         "dataset_id": "universal_dependencies",
@@ -151,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.teacher:
         teacher, teacher_tokenizer = load_model_and_tokenizer(args.teacher)
-        teacher_dev = evaluate_on_conllu(teacher, teacher_tokenizer, args.dev)
-        teacher_test = evaluate_on_conllu(teacher, teacher_tokenizer, args.test)
+        teacher_dev = evaluate(Parser(teacher, teacher_tokenizer), gold_treebank(teacher, args.dev))[0]
+        teacher_test = evaluate(Parser(teacher, teacher_tokenizer), gold_treebank(teacher, args.test))[0]
         record["teacher"] = {
             "model": args.teacher,
             "layers": teacher.config.encoder_config.num_hidden_layers,

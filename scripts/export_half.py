@@ -25,8 +25,8 @@ from safetensors.torch import load_file, save_file
 import hf_structure  # noqa: F401  (registers the models)
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.treebanks import read_treebank
-from hf_structure.evaluation.scoring import parse_word_lists
 from hf_structure.hub import TRAINING_RECORD
+from hf_structure.pipelines.parser import Parser
 
 RECORDS = (TRAINING_RECORD, "trainer_state.json", "train_results.json")
 
@@ -47,7 +47,7 @@ def rounded_parses(model, tokenizer, words, batch_size, in_half) -> list[dict]:
         for name, parameter in model.named_parameters():
             if name in saved:
                 parameter.copy_(parameter.half().float())
-        parses = parse_word_lists(model, tokenizer, words, batch_size)
+        parses = Parser(model, tokenizer).parse_words(words, batch_size=batch_size)
         for name, parameter in model.named_parameters():
             if name in saved:
                 parameter.copy_(saved[name])
@@ -77,7 +77,7 @@ def main() -> None:
     model, tokenizer = load_model_and_tokenizer(args.model)
     model.to(args.device)
     words = [sentence.words for sentence in read_treebank(args.treebank)]
-    full = parse_word_lists(model, tokenizer, words, args.batch_size)
+    full = Parser(model, tokenizer).parse_words(words, batch_size=args.batch_size)
     report = {"sentences": len(words), "device": args.device, "float32_prefixes": list(keep)}
     report["all_half"] = changed_parses(full, rounded_parses(model, tokenizer, words, args.batch_size, lambda _: True))
     if keep:

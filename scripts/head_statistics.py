@@ -19,12 +19,14 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 import hf_structure  # noqa: F401  (registers the models)
 from hf_structure.bundled import resolve_model_path
 from hf_structure.data.treebanks import read_treebank
-from hf_structure.evaluation.scoring import parse_word_lists
+from hf_structure.pipelines.parser import Parser
 
 
 def head_statistics(gold, parses) -> dict:
     words = left = correct = reversed_arcs = 0
-    by_tag, correct_by_tag, head_tags = Counter(), Counter(), Counter()
+    by_tag: Counter[str] = Counter()
+    correct_by_tag: Counter[str] = Counter()
+    head_tags: Counter[str] = Counter()
     for sentence, parse in zip(gold, parses):
         for i, (head, gold_head) in enumerate(zip(parse["heads"], sentence.heads), start=1):
             tag = sentence.tags[i - 1][:2]
@@ -63,7 +65,7 @@ def main() -> None:
         path = resolve_model_path(name)
         model = AutoModelForMaskedLM.from_pretrained(path)
         tokenizer = AutoTokenizer.from_pretrained(path)
-        parses = parse_word_lists(model, tokenizer, [g.words for g in gold], head_decoding=args.head_decoding)
+        parses = Parser(model, tokenizer).parse_words([g.words for g in gold], head_decoding=args.head_decoding)
         print(name, head_statistics(gold, parses))
 
 

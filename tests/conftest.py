@@ -1,9 +1,14 @@
 """Shared test fixtures: the read-only evaluation data (skipping cleanly when it is absent), one intra-op thread,
 a tiny BERT. Where the data lives: `tests.helpers.paths`."""
 
+import os
 from pathlib import Path
 
 import pytest
+
+# The suite never reaches the Hub: transformers resolves Hub ids and the short names (seeded into the cache at import)
+# from the cache at once instead of waiting out its retries on a machine without a network.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from tests.helpers.paths import require_data
 

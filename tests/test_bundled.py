@@ -181,9 +181,9 @@ print((out / "app.py").read_text().count("def build_demo("), "gradio" in (out / 
     ]
 
 
-def test_short_names_resolve_locally_in_transformers_pipeline(tmp_path):
-    # Offline and with an empty Hub cache: a Hub lookup of "structformer-ptb" would fail, so this passing proves
-    # the short name never reaches the Hub (importing hf_structure first, then `from transformers import pipeline`).
+def test_short_names_resolve_offline_in_transformers_pipeline_from_the_seeded_cache(tmp_path):
+    # Offline and with an empty Hub cache: `import hf_structure` lays the bundled checkpoints out in it, and
+    # transformers' own pipeline (not wrapped) finds the short name there.
     code = (
         "import hf_structure\n"
         "from transformers import pipeline\n"
@@ -202,8 +202,8 @@ def test_short_names_resolve_locally_in_transformers_pipeline(tmp_path):
     assert len(heads) == 3 and heads.count(0) == 1
 
 
-def test_the_auto_classes_load_bundled_short_names_without_the_hub(tmp_path):
-    # Offline with an empty Hub cache, as above: a lookup would fail at once instead of loading.
+def test_the_auto_classes_load_bundled_short_names_from_the_seeded_cache(tmp_path):
+    # Offline with an empty Hub cache, as above: transformers' own Auto classes find the seeded snapshots.
     names = sorted(bundled_checkpoints())
     code = (
         "import json, hf_structure\n"
@@ -235,15 +235,37 @@ def test_the_auto_classes_load_bundled_short_names_without_the_hub(tmp_path):
     }
     assert {name: model for name, (model, _, _) in loaded.items()} == {n: expected[n] for n in names}
     assert all(has_vocabulary for _, _, has_vocabulary in loaded.values())
-    assert "Loading weights" not in run.stderr  # loaded as the pipeline loads them
+    [snapshot] = (tmp_path / "hf" / "hub" / "models--structformer-ptb" / "snapshots").iterdir()
+    weights = bundled_checkpoints()["structformer-ptb"] / "model.safetensors"
+    assert (snapshot / "model.safetensors").resolve() == weights.resolve()  # a link to the bundled file, not a copy
+
+
+def test_importing_hf_structure_leaves_transformers_as_it_was():
+    code = (
+        "import transformers\n"
+        "from transformers.models.auto.auto_factory import _BaseAutoModelClass\n"
+        "def state():\n"
+        "    autos = [transformers.AutoConfig, transformers.AutoTokenizer, _BaseAutoModelClass]\n"
+        "    autos += [cls for cls in vars(transformers.models.auto.modeling_auto).values()"
+        " if isinstance(cls, type) and issubclass(cls, _BaseAutoModelClass)]\n"
+        "    return [transformers.pipeline, transformers.pipelines.pipeline]"
+        " + [vars(cls).get('from_pretrained') for cls in autos]\n"
+        "before = state()\n"
+        "import hf_structure\n"
+        "after = state()\n"
+        "print(len(before), sum(a is b for a, b in zip(before, after)))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), HF_HUB_OFFLINE="1")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    checked, unchanged = map(int, run.stdout.split())
+    assert checked > 20 and unchanged == checked
 
 
 def test_an_unknown_bare_name_is_refused_with_the_bundled_names_and_never_reaches_the_hub(monkeypatch, tmp_path):
     import socket
 
-    from transformers import pipeline
-
-    from hf_structure.pipelines import TASK, load_parser
+    from hf_structure.pipelines import load_parser
 
     def no_network(*args):
         raise AssertionError("a network connection was attempted")
@@ -254,12 +276,7 @@ def test_an_unknown_bare_name_is_refused_with_the_bundled_names_and_never_reache
         f"unknown model 'structformer_ptb' (did you mean 'structformer-ptb'?): not a folder, not a bundled "
         f"model ({names}), not a Hub id (org/name)"
     )
-    for resolve in (
-        resolve_model_path,
-        load_parser,
-        lambda name: pipeline(TASK, model=name),
-        lambda name: pipeline(TASK, name),
-    ):
+    for resolve in (resolve_model_path, load_parser):  # this package's ways in; transformers' own is its own
         with pytest.raises(ValueError) as error_info:
             resolve("structformer_ptb")
         assert str(error_info.value) == expected
@@ -278,9 +295,7 @@ def test_a_missing_path_that_cannot_be_a_hub_id_is_named_and_never_reaches_the_h
     must be in the form..." (#57)."""
     import socket
 
-    from transformers import pipeline
-
-    from hf_structure.pipelines import TASK
+    from hf_structure.pipelines import load_parser
 
     def no_network(*args):
         raise AssertionError("a network connection was attempted")
@@ -294,7 +309,7 @@ def test_a_missing_path_that_cannot_be_a_hub_id_is_named_and_never_reaches_the_h
         ("./gone", "it does not exist$"),
         ("runs/gone/checkpoint-4", "runs/gone does not exist$"),
     ]:
-        for resolve in (resolve_model_path, lambda name: pipeline(TASK, model=name)):
+        for resolve in (resolve_model_path, load_parser):
             with pytest.raises(ValueError, match=rf"^no model folder {name}: {expected}"):
                 resolve(name)
 

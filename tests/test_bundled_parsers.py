@@ -64,11 +64,12 @@ def test_the_folder_is_at_most_60_mb_and_loads_in_float32(name):
 def test_the_short_name_reproduces_the_pinned_dev_slice(name, data_dir):
     from hf_structure.bundled import load_model_and_tokenizer
     from hf_structure.data.conllu_format import read_conllu
-    from hf_structure.evaluation.scoring import parse_word_lists, score_all_words
+    from hf_structure.evaluation.scoring import score_all_words
+    from hf_structure.pipelines.parser import Parser
 
     gold = read_conllu(data_dir / "ud-english-ewt" / "en_ewt-ud-dev.conllu")[:SLICE]
     model, tokenizer = load_model_and_tokenizer(name)
-    scores = score_all_words(gold, parse_word_lists(model, tokenizer, [g["words"] for g in gold]))
+    scores = score_all_words(gold, Parser(model, tokenizer).parse_words([g["words"] for g in gold]))
     expected = PARSERS[name]["slice_scores"]
     assert {key: scores[key] for key in expected} == expected
 

@@ -38,11 +38,12 @@ def test_the_short_name_is_bundled_and_its_parser_alone_is_stored_in_float32():
 @pytest.mark.parametrize("decoding", ["parser", "chart"])
 def test_the_short_name_reproduces_the_pinned_dev_slice(ptb_dev, decoding):
     from hf_structure.data.treebanks import read_treebank
-    from hf_structure.evaluation.scoring import parse_word_lists, score_parses
+    from hf_structure.evaluation.scoring import score_parses
+    from hf_structure.pipelines.parser import Parser
 
     gold = read_treebank(ptb_dev)[:SLICE]
     model, tokenizer = load_model_and_tokenizer(NAME)
-    parses = parse_word_lists(model, tokenizer, [g.words for g in gold], tree_decoding=decoding)
+    parses = Parser(model, tokenizer).parse_words([g.words for g in gold], tree_decoding=decoding)
     scores = score_parses(gold, parses)
     expected = SLICE_SCORES[decoding]
     assert {key: scores[key] for key in expected} == expected

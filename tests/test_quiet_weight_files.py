@@ -7,11 +7,11 @@ from hf_structure import cli
 
 
 def test_export_and_the_pipeline_draw_no_weight_bars(tmp_path, capsys):
-    from transformers import pipeline
+    from hf_structure.pipelines import load_parser
 
     assert logging.is_progress_bar_enabled()
     cli.main(["export", "--model", "structformer-ptb", "--output", str(tmp_path / "export")])
-    parser = pipeline("unsupervised-parsing", model="structformer-ptb")
+    parser = load_parser("structformer-ptb")
     assert parser("It rained.")[0]["words"] == ["It", "rained", "."]
     err = capsys.readouterr().err
     assert "Loading weights" not in err and "Writing model shards" not in err, err

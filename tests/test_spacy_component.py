@@ -303,3 +303,32 @@ def test_quantize_int8_parses_in_int8_and_saves_the_model_as_stored(tiny_folder,
     loaded = spacy.load(tmp_path / "pipeline")
     assert any(isinstance(module, Int8Linear) for module in loaded.get_pipe("hf_structure").parser.model.modules())
     assert [parsed(doc) for doc in loaded.pipe(TEXTS)] == before
+
+
+def test_a_refused_sentence_goes_to_the_error_handler_and_costs_that_sentence_alone(tmp_path_factory):
+    """By default the refusal is raised, naming the doc and the sentence; with `nlp.set_error_handler`, the
+    handler gets it and the doc comes back with its other sentence parsed and the refused one unparsed."""
+    from hf_structure import SentenceError
+    from tests.pipelines.test_batched_parsing import REFUSED
+    from tests.pipelines.test_batched_parsing import refusing as refusing_folder
+
+    folder = refusing_folder.__wrapped__(tmp_path_factory)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": str(folder)})
+    text = f"the dog ran. the {REFUSED} sat."
+    with pytest.raises(SentenceError, match=f"doc 1 of the batch .*, sentence 2: {REFUSED!r} is a word"):
+        list(nlp.pipe([text]))
+    handled = []
+    nlp.set_error_handler(lambda name, component, docs, error: handled.append((name, docs[0].text, str(error))))
+    [doc, other] = list(nlp.pipe([text, "a man sat."]))
+    assert handled == [
+        (
+            "hf_structure",
+            text,
+            f"doc 1 of the batch ({text!r}), sentence 2: {REFUSED!r} is a word this model does not parse",
+        )
+    ]
+    first, refused = doc[:4], doc[4:]
+    assert [token.head.i for token in first] == [token.head.i for token in nlp("the dog ran.")]
+    assert all(token.dep_ == "" and token.head.i == token.i for token in refused)
+    assert other.has_annotation("DEP")

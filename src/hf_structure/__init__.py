@@ -22,8 +22,9 @@ globals().update(_MODEL_CLASSES)
 from . import pipelines  # noqa: E402,F401  (registers the task; needs the models registered above)
 from .bundled import ModelFolderError  # noqa: E402
 from .extras import MissingExtraError  # noqa: E402
+from .pipelines.batched_parsing import SentenceError  # noqa: E402
 from .pipelines.ensemble import EnsembleParser  # noqa: E402
-from .pipelines.unsupervised_parsing import SentenceError, UnsupportedOptionError  # noqa: E402
+from .pipelines.parser import Parser, ParseResult, ParsingModel, UnsupportedOptionError  # noqa: E402
 
 __all__ = [
     "CardMetric",
@@ -31,6 +32,9 @@ __all__ = [
     "MissingExtraError",
     "ModelFolderError",
     "ModelSpec",
+    "ParseResult",
+    "Parser",
+    "ParsingModel",
     "SentenceError",
     "TreebankFormatError",
     "UnsupportedOptionError",

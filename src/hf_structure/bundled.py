@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import json
+import logging
+import os
 import warnings
 from collections.abc import Iterator
 from functools import lru_cache
@@ -20,6 +23,8 @@ from pathlib import Path
 CHECKPOINTS_DIR = Path(__file__).parent / "checkpoints"
 DEFAULT_MODEL = "structformer-ptb"
 ENTRY_POINT_GROUP = "hf_structure.checkpoints"
+
+logger = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=1)
@@ -83,6 +88,44 @@ def resolve_model_path(name_or_path: str | Path) -> str:
             f"({', '.join(names)}), not a Hub id (org/name)"
         )
     return name_or_path
+
+
+def seed_hub_cache(cache_dir: str | Path | None = None) -> None:
+    """Lay every bundled checkpoint out in the Hugging Face cache as the model repo of its short name
+    (`models--structformer-ptb/snapshots/<revision>/`, each file a link to the bundled one, and `refs/main`), so that
+    transformers itself resolves a short name offline: `AutoModel.from_pretrained("g2gtr-ewt")`,
+    `pipeline("unsupervised-parsing", model="structformer-ptb")`. Nothing of transformers is changed; a folder of the
+    same name in the working directory still wins, as it does for any Hub id. The revision is derived from the
+    bundled files (paths, sizes, times), so a new install is laid out again and an unchanged one costs a few file
+    checks. A cache that cannot be written (read-only, full) is left as it is: the short names then resolve only
+    through this package's own entry points (`load_parser`, the CLI, spaCy), which find the folders directly.
+    `cache_dir`: the Hub cache (default: `HF_HUB_CACHE`, as transformers reads it)."""
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    cache = Path(cache_dir if cache_dir is not None else constants.HF_HUB_CACHE)
+    for name, folder in bundled_checkpoints().items():
+        files = sorted(path for path in folder.rglob("*") if path.is_file() and "__pycache__" not in path.parts)
+        state = "".join(
+            f"{path.relative_to(folder)}\0{path.stat().st_size}\0{path.stat().st_mtime_ns}\n" for path in files
+        )
+        revision = hashlib.sha1(f"{folder.resolve()}\n{state}".encode()).hexdigest()
+        repo = cache / repo_folder_name(repo_id=name, repo_type="model")
+        ref, snapshot = repo / "refs" / "main", repo / "snapshots" / revision
+        try:
+            if ref.is_file() and ref.read_text() == revision and snapshot.is_dir():
+                continue
+            for path in files:
+                link = snapshot / path.relative_to(folder)
+                link.parent.mkdir(parents=True, exist_ok=True)
+                if not link.exists():
+                    link.symlink_to(path.resolve())
+            ref.parent.mkdir(parents=True, exist_ok=True)
+            written = ref.with_name(f".main.{os.getpid()}")  # two processes seeding at once each write whole
+            written.write_text(revision)
+            written.replace(ref)
+        except OSError as error:
+            logger.debug("the Hub cache %s was not seeded with %s: %s", cache, name, error)
 
 
 class ModelFolderError(ValueError):

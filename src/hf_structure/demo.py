@@ -87,11 +87,13 @@ def page_parts(pipeline, text: str, options: dict) -> tuple[str, list[list], str
 
 
 def parse_within_caps(pipeline, text: str, options: dict) -> list[dict]:
-    """`pipeline(text, on_error="record", **options)`'s results, the text split once and held to the page's caps
-    before anything is parsed: a ValueError for too many sentences or words; a sentence over MAX_SENTENCE_WORDS is
-    recorded with its error, as one too long for the model is. All the sentences are parsed as one batch."""
+    """`pipeline(text, on_error="record", **options)`'s results, the text split once (by the pipeline's `Parser`)
+    and held to the page's caps before anything is parsed: a ValueError for too many sentences or words; a sentence
+    over MAX_SENTENCE_WORDS is recorded with its error, as one too long for the model is. All the sentences are
+    parsed as one batch."""
     options = dict(options)
-    sentences = pipeline.sentences(text, on_error="record", word_convention=options.pop("word_convention", None))
+    parser = pipeline.parser
+    sentences = parser.sentences(text, on_error="record", word_convention=options.pop("word_convention", None))
     if len(sentences) > MAX_SENTENCES:
         raise ValueError(f"The text has {len(sentences):,} sentences; this page parses at most {MAX_SENTENCES}.")
     words = sum(len(sentence.words) for sentence in sentences)
@@ -106,15 +108,15 @@ def parse_within_caps(pipeline, text: str, options: dict) -> list[dict]:
         else sentence
         for sentence in sentences
     ]
-    options.update(on_error="record", batch_size=MAX_SENTENCES, num_threads=page_threads(pipeline))
-    return pipeline.parse_sentences(sentences, options)
+    options.update(on_error="record", batch_size=MAX_SENTENCES, num_threads=page_threads(parser))
+    return [result for done in parser.results(sentences, **options) for _, result in done]
 
 
-def page_threads(pipeline) -> int:
-    """torch's threads for one parse of the page: the pipeline's own count (one per core that other processes leave
+def page_threads(parser) -> int:
+    """torch's threads for one parse of the page: the parser's own count (one per core that other processes leave
     free) shared among the CONCURRENCY parses that may run at once, since threads beyond the cores slow every parse
     several times over."""
-    return max(1, pipeline.load.num_threads() // CONCURRENCY)
+    return max(1, parser.load.num_threads() // CONCURRENCY)
 
 
 def one_line(error: Exception) -> str:

@@ -18,6 +18,11 @@ sets depends on what the model gives:
 - constituents only (R2D2): heads and labels are left unset (spaCy's default) and the sentences are marked
   (`token.is_sent_start`), unless an earlier component marked them.
 
+A sentence the model cannot parse (too long for it, refused by it) goes to the component's error handler (spaCy's
+`nlp.set_error_handler` or `component.set_error_handler`) as a `SentenceError` naming the doc and the sentence: by
+default it is raised; a handler that returns leaves that sentence's tokens without a parse (each its own head,
+label missing), and the doc's other sentences and the other docs are parsed as usual.
+
 The model loads when the component first parses (`component.parser`: the transformers pipeline), or at once in a
 pipeline that `spacy.load` reads. `nlp.to_disk(path)` writes in the component's folder where the model comes from: a
 bundled short name or Hub id as given, a folder by its absolute path. With the setting `save_model=True` it also
@@ -31,7 +36,7 @@ saved, unless its config is given another `model`. The setting `quantize="int8"`
 import json
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import cast
 
@@ -42,7 +47,9 @@ from thinc.types import Ints2d
 
 from .bundled import load_model_and_tokenizer, quiet_weight_files, resolve_model_path
 from .pipelines import load_parser
-from .pipelines.unsupervised_parsing import UnsupervisedParsingPipeline, accepted_options
+from .pipelines.batched_parsing import SentenceError
+from .pipelines.parser import accepted_options
+from .pipelines.unsupervised_parsing import UnsupervisedParsingPipeline
 from .pipelines.word_tokenization import sentence_offsets
 
 # In the component's folder of a saved pipeline: where its model comes from (JSON), and the model where it is saved.
@@ -61,12 +68,15 @@ class StructureParser:
         num_threads: int | None = None,
         save_model: bool = False,
         quantize: str | None = None,
+        name: str = "hf_structure",
     ):
+        self.name = name  # the component's name in its pipeline, which errors name
         self.model_name_or_path, self.batch_size, self.spans_key = model, batch_size, spans_key
         self.num_threads, self.save_model, self.quantize = num_threads, save_model, quantize
         # Where the model loads from: a folder by its absolute path, so that a change of directory keeps it.
         self.model_location = str(Path(model).resolve()) if Path(model).exists() else model
         self._parser: UnsupervisedParsingPipeline | None = None
+        self._error_handler: Callable = util.raise_error
 
     @property
     def parser(self) -> UnsupervisedParsingPipeline:
@@ -77,6 +87,14 @@ class StructureParser:
 
     def __call__(self, doc: Doc) -> Doc:
         return next(self.pipe([doc]))
+
+    def get_error_handler(self) -> Callable:
+        """What a sentence the model cannot parse is handed to (spaCy's pipe API): `util.raise_error` by default."""
+        return self._error_handler
+
+    def set_error_handler(self, error_handler: Callable) -> None:
+        """Called by `nlp.set_error_handler`: `error_handler(name, component, docs, error)`."""
+        self._error_handler = error_handler
 
     def pipe(self, docs: Iterable[Doc], batch_size: int | None = None) -> Iterator[Doc]:
         """Parse `docs`, the sentences of `batch_size` docs (default: the component's) at a time."""
@@ -155,28 +173,39 @@ class StructureParser:
             shutil.rmtree(staging)
 
     def _parse(self, docs: list[Doc]) -> list[Doc]:
-        structures = accepted_options(self.parser.model)["structures"]
+        structures = accepted_options(self.parser.parser.model)["structures"]
         # Per doc, per sentence: the indices of its word tokens (whitespace tokens are no words).
         spans_of_docs = [_sentences(doc) for doc in docs]
         sentences = [[[t.i for t in sentence if not t.is_space] for sentence in spans] for spans in spans_of_docs]
-        word_lists = [
-            [doc[i].text for i in indices]
-            for doc, doc_sentences in zip(docs, sentences)
-            for indices in doc_sentences
-            if indices
+        parser = self.parser.parser
+        checked = [
+            sentence
+            for number, (doc, doc_sentences) in enumerate(zip(docs, sentences), 1)
+            for count, indices in enumerate((indices for indices in doc_sentences if indices), 1)
+            for sentence in parser.sentences(
+                [doc[i].text for i in indices],
+                is_split_into_words=True,
+                name=f"doc {number} of the batch ({doc.text[:40]!r}), sentence {count}",
+                on_error="record",
+            )
         ]
-        parses = iter(self.parser(word_lists, batch_size=self.batch_size) if word_lists else [])
+        parsed = parser.results(checked, batch_size=self.batch_size, on_error="record")
+        parses = iter([result for done in parsed for _, result in done])
         for doc, doc_spans, doc_sentences in zip(docs, spans_of_docs, sentences):
             heads, deps, constituents = list(range(len(doc))), ["dep"] * len(doc), []
             for indices in doc_sentences:
                 if not indices:
                     continue
                 parse = next(parses)
-                for index, head, label in zip(
-                    indices, parse.get("heads", ()), parse.get("deprels") or [None] * len(indices)
-                ):
+                if "error" in parse:  # the handler raises, or the sentence stays unparsed: own heads, no label
+                    self._error_handler(self.name, self, [doc], SentenceError(parse["error"]))
+                    for index in indices:
+                        deps[index] = ""
+                    continue
+                labels = parse.get("deprels") or ["dep"] * len(indices)  # a model without labels: `dep`
+                for index, head, label in zip(indices, parse.get("heads", ()), labels):
                     heads[index] = index if head == 0 else indices[head - 1]
-                    deps[index] = "ROOT" if head == 0 else label or "dep"
+                    deps[index] = "ROOT" if head == 0 else label
                 constituents += [
                     Span(doc, indices[start], indices[end - 1] + 1, label="X")
                     for start, end in parse.get("spans", ())

@@ -42,4 +42,5 @@ def make_component(
         num_threads=num_threads,
         save_model=save_model,
         quantize=quantize,
+        name=name,
     )

@@ -255,7 +255,7 @@ def test_cli_evaluate_refuses_an_unreadable_lm_text_before_parsing(tmp_path, mon
 
     folder = save_tiny_model(tmp_path / "tiny")
     gold = write_hand_treebank(tmp_path / "gold")
-    monkeypatch.setattr(scoring, "evaluate_model", lambda *args: pytest.fail("the treebank was parsed"))
+    monkeypatch.setattr(scoring, "evaluate", lambda *args: pytest.fail("the treebank was parsed"))
     (tmp_path / "latin1.txt").write_bytes("the caf\xe9 sat\n".encode("latin-1"))
     (tmp_path / "blank.txt").write_text("\n  \n", encoding="utf-8")
     expected = {

@@ -8,7 +8,9 @@ import sys
 import pytest
 
 from hf_structure.bundled import load_model_and_tokenizer
-from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
+from hf_structure.data.conllu_format import read_conllu
+from hf_structure.evaluation.scoring import GoldTreebank, evaluate
+from hf_structure.pipelines.parser import Parser
 from tests.helpers.tiny_models import save_tiny_model
 
 GOOD = [["the", "old", "man", "sat"], ["a", "dog", "ran"]]
@@ -37,11 +39,16 @@ def test_unparsable_sentences_are_named_and_the_others_parsed_as_alone(tiny):
     model, tokenizer = load_model_and_tokenizer(str(tiny))
     sentences = [GOOD[0], SPACED, GOOD[1], LONG]
     with pytest.raises(ValueError, match=r"^sentence 2: word 2 \('old man'\) is empty or contains whitespace$"):
-        parse_word_lists(model, tokenizer, sentences)
-    results = parse_word_lists(model, tokenizer, sentences, names=["a", "b", "c", "d"], skip_unparsable=True)
+        Parser(model, tokenizer).parse_words(sentences)
+    results = Parser(model, tokenizer).parse_words(sentences, names=["a", "b", "c", "d"], on_error="record")
     assert results[1] == {"words": SPACED, "error": "b: word 2 ('old man') is empty or contains whitespace"}
     assert results[3] == {"words": LONG, "error": "d: 9 words; this model parses at most 8"}
-    assert [results[0], results[2]] == parse_word_lists(model, tokenizer, GOOD)
+    assert [results[0], results[2]] == Parser(model, tokenizer).parse_words(GOOD)
+
+
+def every_word(path) -> GoldTreebank:
+    """The CoNLL-U file scored over every word (the CoNLL 2018 convention), whatever the model's punctuation policy."""
+    return GoldTreebank(str(path), True, read_conllu(path))
 
 
 def test_the_evaluation_scores_the_rest_and_names_the_skipped_by_file_and_line(tiny, tmp_path):
@@ -50,18 +57,18 @@ def test_the_evaluation_scores_the_rest_and_names_the_skipped_by_file_and_line(t
     path.write_text(conllu([GOOD[0], SPACED, GOOD[1], LONG]), encoding="utf-8")
     clean = tmp_path / "clean.conllu"
     clean.write_text(conllu(GOOD), encoding="utf-8")
-    scores = evaluate_on_conllu(model, tokenizer, path)
+    scores = evaluate(Parser(model, tokenizer), every_word(path))[0]
     assert scores.pop("skipped") == [
         f"sentence 2 ({path}:7): word 2 ('old man') is empty or contains whitespace",
         f"sentence 4 ({path}:17): 9 words; this model parses at most 8",
     ]
-    expected = evaluate_on_conllu(model, tokenizer, clean)
+    expected = evaluate(Parser(model, tokenizer), every_word(clean))[0]
     for key in ("sentences_per_second",):
         scores.pop(key), expected.pop(key)
     assert scores == expected
     path.write_text(conllu([SPACED]), encoding="utf-8")
     with pytest.raises(ValueError, match=r"no sentence could be parsed \(1 tried; the first: sentence 1 "):
-        evaluate_on_conllu(model, tokenizer, path)
+        evaluate(Parser(model, tokenizer), every_word(path))[0]
 
 
 def test_cli_evaluate_counts_the_skipped_and_names_each_on_its_own_line(tiny, tmp_path):

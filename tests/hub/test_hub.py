@@ -36,6 +36,7 @@ CODE_FILES = (
     "modeling_structformer.py",
     "configuration_structformer.py",
     "unsupervised_parsing.py",
+    "parser.py",
     "batched_parsing.py",
     "quantization.py",
     "word_tokenization.py",

@@ -16,8 +16,9 @@ from hf_structure import ModelSpec, SentenceError, register_model
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.cli import main
 from hf_structure.data.tokenization import build_word_tokenizer
-from hf_structure.evaluation.scoring import evaluate_on_conllu, parse_word_lists
+from hf_structure.evaluation.scoring import evaluate, gold_treebank
 from hf_structure.pipelines.batched_parsing import Sentence, parse_in_order
+from hf_structure.pipelines.parser import Parser
 from tests.helpers.imports import called_names, imported_modules
 from tests.helpers.paths import FIXTURES, ROOT
 from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
@@ -95,6 +96,72 @@ def test_the_pipeline_records_a_refused_sentence_of_a_text_and_of_a_stream(parse
     assert streamed[1]["error"] == f"the sentence: {REFUSED!r} is a word this model does not parse"
 
 
+def test_a_dataset_records_a_refused_sentence_and_parses_the_others(parser):
+    from datasets import Dataset
+    from transformers.pipelines.pt_utils import KeyDataset
+
+    dataset = Dataset.from_dict({"text": ["the dog ran.", "the xyzzy sat. a man sat.", "the man ran."]})
+    first, second, third = parser(KeyDataset(dataset, "text"), on_error="record", batch_size=2)
+    assert second[0]["error"] == f"sentence 1: {REFUSED!r} is a word this model does not parse"
+    assert second[1] == parser("a man sat.")[0] | {"offsets": [[15, 16], [17, 20], [21, 24], [24, 25]]}
+    assert [first, third] == [parser("the dog ran."), parser("the man ran.")]
+
+
+@pytest.mark.parametrize("output_format", ["--json", "--conllu"])
+def test_the_cli_parses_the_other_sentence_of_a_line_with_a_refused_one(refusing, tmp_path, capsys, output_format):
+    main(["parse", "--model", str(refusing), output_format, "the dog ran. the xyzzy sat.", "a man sat."])
+    output = capsys.readouterr()
+    error = f"line 1, sentence 2: {REFUSED!r} is a word this model does not parse"
+    if output_format == "--json":
+        first, refused, other = (json.loads(line) for line in output.out.splitlines())
+        assert first["words"] == ["the", "dog", "ran", "."] and "heads" in first and first["line"] == 1
+        assert refused == {"line": 1, "words": ["the", REFUSED, "sat", "."], "error": error, **_located(refused)}
+        assert "heads" in other and other["line"] == 2
+    else:
+        blocks = output.out.strip().split("\n\n")
+        assert blocks[0].startswith("# newpar\n# sent_id = 1\n# text = the dog ran.\n1\tthe")
+        assert blocks[1] == f"# sent_id = 2\n# text = the {REFUSED} sat.\n# error = {error}"
+        assert blocks[2].startswith("# newpar\n# sent_id = 3\n# text = a man sat.\n1\ta")
+    assert output.err.strip() == (
+        "hf-structure parse: 1 of 2 lines held a sentence that could not be parsed (1 of them had their other "
+        "sentences parsed; see their `error`)"
+    )
+
+
+def _located(result: dict) -> dict:
+    return {key: result[key] for key in ("offsets", "text")}
+
+
+def test_the_training_evaluation_leaves_a_refused_sentence_out_as_evaluate_does(refusing, tmp_path, capsys):
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from hf_structure.evaluation.callbacks import ParsingEvaluationCallback
+
+    treebank = tmp_path / "gold.conllu"
+    blocks = []
+    for words in [*GOOD, WITH_REFUSED]:
+        heads = [0] + [1] * (len(words) - 1)
+        rows = [f"{k}\t{word}\t_\tNOUN\t_\t_\t{head}\tdep\t_\t_" for k, (word, head) in enumerate(zip(words, heads), 1)]
+        blocks.append("\n".join(rows) + "\n")
+    treebank.write_text("\n".join(blocks), encoding="utf-8")
+    main(["evaluate", "--model", str(refusing), "--treebank", str(treebank)])
+    reported = json.loads(capsys.readouterr().out)
+    assert reported["skipped"] == 1 and reported["sentences"] == len(GOOD)
+
+    model, tokenizer = load_model_and_tokenizer(str(refusing))
+    model.train()  # as the Trainer leaves it between evaluations
+    metrics: dict = {}
+    arguments = TrainingArguments(str(tmp_path / "run"), per_device_eval_batch_size=2, report_to=[])
+    ParsingEvaluationCallback(str(treebank), tokenizer).on_evaluate(
+        arguments, TrainerState(), TrainerControl(), model=model, metrics=metrics
+    )
+    assert metrics["eval_parse_skipped"] == 1
+    assert {key: metrics[f"eval_parse_{key}"] for key in ("uas", "las")} == {
+        key: reported[key] for key in ("uas", "las")
+    }
+    assert model.training  # put back in training mode
+
+
 def test_the_cli_writes_the_refused_line_as_its_error_and_the_others_parsed(refusing, tmp_path, capsys):
     source, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
     source.write_text("the dog ran\nthe xyzzy sat\na man sat on the bench\n", encoding="utf-8")
@@ -102,7 +169,9 @@ def test_the_cli_writes_the_refused_line_as_its_error_and_the_others_parsed(refu
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert lines[1] == {"words": WITH_REFUSED, "error": f"line 2: {REFUSED!r} is a word this model does not parse"}
     model, tokenizer = load_model_and_tokenizer(str(refusing))
-    assert [lines[0]["heads"], lines[2]["heads"]] == [p["heads"] for p in parse_word_lists(model, tokenizer, GOOD[:2])]
+    assert [lines[0]["heads"], lines[2]["heads"]] == [
+        p["heads"] for p in Parser(model, tokenizer).parse_words(GOOD[:2])
+    ]
     assert capsys.readouterr().err.strip() == "hf-structure parse: 1 of 3 lines could not be parsed (see their `error`)"
 
 
@@ -121,9 +190,9 @@ def test_evaluate_leaves_a_refused_sentence_out_and_names_it(refusing, tmp_path)
     odd, clean = tmp_path / "odd.conllu", tmp_path / "clean.conllu"
     odd.write_text(conllu([GOOD[0], WITH_REFUSED, GOOD[1]]), encoding="utf-8")
     clean.write_text(conllu(GOOD[:2]), encoding="utf-8")
-    scores = evaluate_on_conllu(model, tokenizer, odd)
+    scores = evaluate(Parser(model, tokenizer), gold_treebank(model, odd))[0]
     assert scores.pop("skipped") == [f"sentence 2 ({odd}:6): {REFUSED!r} is a word this model does not parse"]
-    expected = evaluate_on_conllu(model, tokenizer, clean)
+    expected = evaluate(Parser(model, tokenizer), gold_treebank(model, clean))[0]
     scores.pop("sentences_per_second"), expected.pop("sentences_per_second")
     assert scores == expected
 
@@ -162,3 +231,17 @@ def test_the_core_imports_only_the_standard_library():
     path = ROOT / "src" / "hf_structure" / "pipelines" / "batched_parsing.py"
     assert imported_modules(path) == {"re", "unicodedata", "collections.abc", "typing"}
     assert not called_names(path) & {"__import__", "exec", "eval"}
+
+
+def test_the_parser_imports_torch_the_standard_library_and_its_siblings():
+    """`Parser` travels with the pipeline's file too; the pipeline adds transformers alone."""
+    pipelines = ROOT / "src" / "hf_structure" / "pipelines"
+    standard = {"collections.abc", "contextlib", "math", "os", "time", "typing", "unicodedata"}
+    assert imported_modules(pipelines / "parser.py") == standard | {"torch", ".batched_parsing", ".word_tokenization"}
+    pipeline_file = imported_modules(pipelines / "unsupervised_parsing.py")
+    assert pipeline_file - {"collections.abc", "typing"} == {
+        "transformers",
+        ".batched_parsing",
+        ".parser",
+        ".quantization",
+    }

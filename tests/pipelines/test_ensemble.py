@@ -12,7 +12,7 @@ from hf_structure.evaluation.scoring import evaluate_baseline
 from hf_structure.pipelines import load_parser
 from hf_structure.pipelines.batched_parsing import SentenceError
 from hf_structure.pipelines.ensemble import EnsembleParser, spans_across_words
-from hf_structure.pipelines.unsupervised_parsing import UnsupportedOptionError
+from hf_structure.pipelines.parser import UnsupportedOptionError
 from hf_structure.structs.decoding import average_trees
 from hf_structure.training.teachers import write_trees
 from tests.helpers.hand_treebank import write_hand_treebank

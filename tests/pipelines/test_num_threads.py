@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import hf_structure  # noqa: F401  (registers the task)
-from hf_structure.pipelines import unsupervised_parsing
+from hf_structure.pipelines import parser as parser_module
 from tests.helpers.tiny_models import save_tiny_model
 
 WORDS = [["the", "old", "man", "sat"], ["a", "dog", "ran"]]
@@ -53,8 +53,8 @@ def test_without_num_threads_the_default_for_the_load_is_used(folder, caller_thr
     from transformers import pipeline
 
     # The pipeline's own copy of hf_structure.threads (it travels with saved models): one core of two is taken.
-    monkeypatch.setattr(unsupervised_parsing, "usable_cores", lambda: 2)
-    monkeypatch.setattr(unsupervised_parsing, "busy_cores_of_others", lambda: 1.0)
+    monkeypatch.setattr(parser_module, "usable_cores", lambda: 2)
+    monkeypatch.setattr(parser_module, "busy_cores_of_others", lambda: 1.0)
     parser = pipeline("unsupervised-parsing", model=folder)
     seen = spied(parser, monkeypatch)
     parser(WORDS[0], is_split_into_words=True)
@@ -74,12 +74,12 @@ def test_a_bad_num_threads_is_refused_before_parsing(folder, value, monkeypatch)
 
 def test_evaluation_parses_with_num_threads_and_restores_the_callers(folder, caller_threads, monkeypatch):
     from hf_structure.bundled import load_model_and_tokenizer
-    from hf_structure.evaluation.scoring import parse_word_lists
+    from hf_structure.pipelines.parser import Parser
 
     model, tokenizer = load_model_and_tokenizer(folder)
     seen, parse = [], model.parse
     monkeypatch.setattr(
         model, "parse", lambda *args, **kwargs: seen.append(torch.get_num_threads()) or parse(*args, **kwargs)
     )
-    parses = parse_word_lists(model, tokenizer, WORDS, batch_size=1, num_threads=2)
+    parses = Parser(model, tokenizer).parse_words(WORDS, batch_size=1, num_threads=2)
     assert seen == [2, 2] and len(parses) == 2 and torch.get_num_threads() == caller_threads

@@ -89,7 +89,7 @@ def no_parsing(monkeypatch, parsers):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_each_model_declares_what_it_takes(parsers, name):
-    from hf_structure.pipelines.unsupervised_parsing import accepted_options
+    from hf_structure.pipelines.parser import accepted_options
 
     assert accepted_options(parsers[name].model) == ACCEPTED[name]
 

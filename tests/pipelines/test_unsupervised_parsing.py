@@ -149,20 +149,25 @@ def test_dataset_through_key_dataset(parser):
     assert list(outputs) == [parser(sentence) for sentence in SENTENCES]
 
 
-def test_generator_is_lazy(parser):
+def test_generator_is_read_a_window_at_a_time(parser):
+    """A generator's items are read as results are taken: a window of STREAM_WINDOW_BATCHES batches of sentences
+    at a time (sorted by length within it), never the whole stream first."""
+    from hf_structure.pipelines.unsupervised_parsing import STREAM_WINDOW_BATCHES
+
+    texts = SENTENCES * 5
     consumed = []
 
     def sentences():
-        for sentence in SENTENCES:
+        for sentence in texts:
             consumed.append(sentence)
             yield sentence
 
-    outputs = parser(sentences())
-    assert not isinstance(outputs, list) and len(consumed) <= 1  # transformers peeks at the first item only
-    first = next(iter(outputs))
-    assert first == parser(SENTENCES[0])
-    assert len(consumed) < len(SENTENCES)
-    assert [first, *outputs] == [parser(sentence) for sentence in SENTENCES]
+    outputs = parser(sentences(), batch_size=2)
+    assert not isinstance(outputs, list) and not consumed
+    first = next(outputs)
+    assert first == parser(texts[0])
+    assert len(consumed) <= 2 * STREAM_WINDOW_BATCHES + 1 < len(texts)
+    assert [first, *outputs] == [parser(sentence) for sentence in texts]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -64,20 +64,20 @@ def test_several_teachers_trees_are_averaged(tmp_path):
 
 def test_a_teacher_model_parses_once_and_its_cache_is_read_while_it_holds_the_same_sentences(tmp_path):
     from hf_structure.bundled import load_model_and_tokenizer
-    from hf_structure.evaluation.scoring import parse_word_lists
+    from hf_structure.pipelines.parser import Parser
 
     teacher = str(save_tiny_model(tmp_path / "teacher"))
     cache = tmp_path / "run"
     trees = teacher_trees(SENTENCES, models=[teacher], cache_dir=cache)
     model, tokenizer = load_model_and_tokenizer(teacher)
-    parses = parse_word_lists(model, tokenizer, SENTENCES, structures=("constituency",))
+    parses = Parser(model, tokenizer).parse_words(SENTENCES, structures=("constituency",))
     assert [sorted(tree) for tree in trees] == [sorted(map(tuple, parse["spans"])) for parse in parses]
     cached = cache_path(cache, teacher)
     assert cached.is_file() and cached.parent == cache
     write_trees(cached, SENTENCES, LEFT)  # a cache is read, not parsed again ...
     assert teacher_trees(SENTENCES, models=[teacher], cache_dir=cache) == average_trees([LEFT], [4, 3, 2])
     other = [["a", "man", "sat"]]  # ... unless it is of other sentences
-    [parse] = parse_word_lists(model, tokenizer, other, structures=("constituency",))
+    [parse] = Parser(model, tokenizer).parse_words(other, structures=("constituency",))
     assert teacher_trees(other, models=[teacher], cache_dir=cache) == average_trees([[parse["spans"]]], [3])
     assert file_trees(cached, other)  # and the new parse replaced it
 
@@ -119,12 +119,12 @@ def staged_runs(tmp_path_factory, text_files):  # noqa: F811
 
 def test_a_fast_r2d2_learns_its_teachers_trees_alone_then_hands_over_to_the_chart(staged_runs):
     from hf_structure.bundled import load_model_and_tokenizer
-    from hf_structure.evaluation.scoring import parse_word_lists
+    from hf_structure.pipelines.parser import Parser
 
     alone, refined = staged_runs["alone"], staged_runs["refined"]
     assert json.loads((alone / "config.json").read_text())["parser_target"] == "teacher"
     model, tokenizer = load_model_and_tokenizer(str(alone))
-    parses = parse_word_lists(model, tokenizer, staged_runs["sentences"][:50])
+    parses = Parser(model, tokenizer).parse_words(staged_runs["sentences"][:50])
     same = sum({tuple(s) for s in parse["spans"]} == set(tree) for parse, tree in zip(parses, staged_runs["trees"]))
     assert same >= 45  # the parser imitates its teacher
     history = json.loads((alone / "trainer_state.json").read_text())["log_history"]

@@ -155,6 +155,7 @@ def _evaluate_ensemble(args) -> None:
     from ..bundled import load_model_and_tokenizer
     from ..data.trees_files import TreesFileError
     from ..evaluation.scoring import evaluate_ensemble
+    from ..pipelines.parser import Parser
 
     gold = _read_gold(args.treebank)
     if not any(g.spans for g in gold):
@@ -163,14 +164,14 @@ def _evaluate_ensemble(args) -> None:
             f"{args.treebank}: no gold constituents to score an ensemble's trees against (give a folder with mrg/)",
         )
     device = check_device("evaluate", args.device) if args.device else None
-    members: list[tuple[str, object]] = []
+    members: list[tuple[str, Parser | str]] = []
     for name in args.model or []:
         model, tokenizer = load_or_fail("evaluate", load_model_and_tokenizer, resolved_model_path("evaluate", name))
         if "spans" not in model.parse_outputs:
             raise fail("evaluate", f"--model {name}: it gives no constituency trees, which an ensemble averages")
         if device is not None:
             model.to(device)
-        members.append((name, (model, tokenizer)))
+        members.append((name, Parser(model, tokenizer)))
     members += [(path, path) for path in args.trees or []]
     models = len(args.model or [])
     try:
@@ -197,7 +198,8 @@ def _evaluate(args) -> None:
     from ..data.conllu_format import read_conllu
     from ..data.gold import NoSentenceToScoreError, TreebankFormatError
     from ..data.treebanks import read_treebank
-    from ..evaluation.scoring import evaluate_baseline, evaluate_model, parse_passes
+    from ..evaluation.scoring import GoldTreebank, evaluate, evaluate_baseline, parse_passes, scores_every_word
+    from ..pipelines.parser import Parser
 
     no_sentence = None  # to score without punctuation; a parser that attaches punctuation may still score some
     try:
@@ -241,22 +243,16 @@ def _evaluate(args) -> None:
         except (FileNotFoundError, ValueError) as error:
             raise fail("evaluate", f"--lm-text: {error}") from None
     conllu = Path(args.treebank).suffix == ".conllu"
-    all_words = conllu and getattr(model.config, "punctuation_policy", "keep") == "keep"
+    all_words = scores_every_word(model, args.treebank)
     # Scored without punctuation, a CoNLL-U sentence of punctuation alone has no word left (`read_treebank`).
-    punctuation_alone = len(read_conllu(args.treebank)) - len(gold) if conllu else 0
+    every_sentence = read_conllu(args.treebank) if conllu else gold
+    punctuation_alone = len(every_sentence) - len(gold)
     if no_sentence and not (all_words and punctuation_alone):
         raise fail("evaluate", str(no_sentence))
-    sentences = len(gold) + (punctuation_alone if all_words else 0)
+    scored = GoldTreebank(args.treebank, all_words, every_sentence if all_words else gold)
     try:
-        with progress_bar(args, sentences * parse_passes(model), "sentence", "evaluate") as progress:
-            if all_words:
-                from ..evaluation.scoring import evaluate_on_conllu
-
-                scores = evaluate_on_conllu(
-                    model, tokenizer, args.treebank, args.batch_size, args.threads, progress.update
-                )
-            else:
-                scores = evaluate_model(model, tokenizer, gold, args.batch_size, args.threads, progress.update)
+        with progress_bar(args, len(scored.sentences) * parse_passes(model), "sentence", "evaluate") as progress:
+            scores, _ = evaluate(Parser(model, tokenizer), scored, args.batch_size, args.threads, progress.update)
     except ValueError as error:  # no sentence the model can parse
         raise fail("evaluate", f"{args.treebank}: {error}") from None
     if punctuation_alone and not all_words:

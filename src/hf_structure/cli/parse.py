@@ -169,12 +169,12 @@ def add_command(commands) -> None:
 
 
 def _parsed_units(parser, units: Iterable[Unit], pretokenized: bool, batch_size: int, options: dict):
-    """Parse `units` with the pipeline's batched-parsing core (`results_in_order`), which holds WINDOW_BATCHES
+    """Parse `units` with `parser` (a `Parser`, or an `EnsembleParser`: `results`), which holds WINDOW_BATCHES
     batches of sentences at a time (within them, in order of length, so that a batch pads little), and after each
     batch yield the units, in input order, whose results are complete (with their results). Each unit is split into
-    sentences and checked once; a unit one of whose sentences is refused (before parsing or by the model) is that
-    error, the others parse. Only one window is held, whatever the input's size, and the memory each batch freed
-    goes back to the system (`memory.release_freed_memory`), so a long parse stays flat."""
+    sentences and checked once; a sentence refused (before parsing or by the model) is its own result's error, and
+    the unit's other sentences parse. Only one window is held, whatever the input's size, and the memory each batch
+    freed goes back to the system (`memory.release_freed_memory`), so a long parse stays flat."""
     from .memory import release_freed_memory
 
     read: collections.deque[tuple[Unit, int]] = collections.deque()  # units not yet complete: their sentences
@@ -187,9 +187,9 @@ def _parsed_units(parser, units: Iterable[Unit], pretokenized: bool, batch_size:
                 if unit.blank or unit.error
                 else parser.sentences(
                     unit.item,
-                    pretokenized,
-                    unit.name,
-                    options.get("split_sentences", True),
+                    is_split_into_words=pretokenized,
+                    name=unit.name,
+                    split_sentences=options.get("split_sentences", True),
                     on_error="record",
                     word_convention=options.get("word_convention"),
                 )
@@ -205,8 +205,9 @@ def _parsed_units(parser, units: Iterable[Unit], pretokenized: bool, batch_size:
             del results[:count]
         return finished
 
-    kwargs = {**options, "batch_size": batch_size, "on_error": "record"}
-    for done in parser.results_in_order(sentences(), kwargs, window=batch_size * WINDOW_BATCHES):
+    parsing = {key: value for key, value in options.items() if key not in ("split_sentences", "word_convention")}
+    window = batch_size * WINDOW_BATCHES
+    for done in parser.results(sentences(), batch_size=batch_size, on_error="record", window=window, **parsing):
         release_freed_memory()
         results.extend(result for _, result in done)
         yield complete()
@@ -214,15 +215,13 @@ def _parsed_units(parser, units: Iterable[Unit], pretokenized: bool, batch_size:
 
 
 def _unit_result(unit: Unit, results: list[dict]) -> dict | list[dict]:
-    """A unit's result from those of its sentences: `{"words": []}` for a blank unit; the error of the first refused
-    sentence, as `{"words": ..., "error": ...}`; the parse of given words; a list of parses for a text."""
+    """A unit's result from those of its sentences: `{"words": []}` for a blank unit, `{"words": [], "error": ...}`
+    for one refused before it was split; the result of given words; for a text, the list of its sentences' results,
+    where a refused sentence is `{"words": ..., "error": ...}` beside the others' parses."""
     if unit.blank:
         return {"words": []}
     if unit.error:
         return {"words": [], "error": unit.error}
-    error = next((result["error"] for result in results if "error" in result), None)
-    if error is not None:
-        return {"words": unit.text.split() if unit.words is None else unit.words, "error": error}
     return results if unit.words is None else results[0]
 
 
@@ -258,7 +257,7 @@ def run(args) -> None:
     if share and device is None:
         device = distributed.local_device()
     from ..pipelines import load_parser
-    from ..pipelines.unsupervised_parsing import UnsupportedOptionError, check_options, model_description
+    from ..pipelines.parser import UnsupportedOptionError, check_options, model_description
 
     load = functools.partial(load_parser, device=device, num_threads=args.threads, quantize=args.quantize)
     load = quantize_or_fail("parse", args.quantize, load)
@@ -270,7 +269,7 @@ def run(args) -> None:
             parser.check_options(options)
             outputs = parser.parse_outputs
         else:
-            parser = pipelines[0]
+            parser = pipelines[0].parser
             check_options(parser.model, options)
             outputs = parser.model.parse_outputs
     except UnsupportedOptionError as error:
@@ -281,13 +280,13 @@ def run(args) -> None:
         options["word_convention"] = args.word_convention  # the pipeline's too
     if output_format == "conllu" and "heads" not in outputs:
         flag = "--conllu" if args.conllu else "CoNLL-U output (the default for CoNLL-U input)"
-        what = "an ensemble" if parser is not pipelines[0] else model_description(parser.model)
+        what = "an ensemble" if len(pipelines) > 1 or args.trees else model_description(pipelines[0].model)
         raise fail(
             "parse", f"{flag}: {what} gives no dependency heads, which CoNLL-U holds; use --json, --draw or --svg"
         )
     pretokenized = args.pretokenized or input_format == "conllu"
     unit_name = "sentence" if input_format == "conllu" else "line"
-    failed = blank = count = 0
+    failed = unparsed = blank = count = 0
     first_error = None
     with contextlib.ExitStack() as stack:
         if args.text:
@@ -321,9 +320,11 @@ def run(args) -> None:
         for finished in _parsed_units(parser, units, pretokenized, args.batch_size, options):
             for unit, result in finished:
                 writer.write(unit, result)
-                if isinstance(result, dict) and "error" in result:
+                errors = [one["error"] for one in (result if isinstance(result, list) else [result]) if "error" in one]
+                if errors:
                     failed += 1
-                    first_error = first_error or result["error"]
+                    first_error = first_error or errors[0]
+                    unparsed += len(errors) == len(result) if isinstance(result, list) else 1
                 blank += result == {"words": []}
                 count += 1
             if output_file and finished:  # each batch's results are there to read as soon as they are parsed
@@ -336,27 +337,31 @@ def run(args) -> None:
         if input_errors:
             raise input_errors[0]
         if share:
-            counts = distributed.gather((count, failed, blank, writer.sentences, first_error))
+            counts = distributed.gather((count, failed, unparsed, blank, writer.sentences, first_error))
             if joined_file:
-                join_parts(joined_file, args.output, processes, [part[3] for part in counts])
+                join_parts(joined_file, args.output, processes, [part[4] for part in counts])
             distributed.finish()
             if share.rank:
                 return
-            count, failed, blank = (sum(part[k] for part in counts) for k in range(3))
-            first_error = next((part[4] for part in counts if part[4]), None)
+            count, failed, unparsed, blank = (sum(part[k] for part in counts) for k in range(4))
+            first_error = next((part[5] for part in counts if part[5]), None)
     if count == 0:  # an empty input gives an empty output, as a blank line gives an empty result
         print(f"hf-structure parse: no {unit_name} in {input_name(args.input)}", file=sys.stderr)
         if args.strict:
             raise SystemExit(1)
-    elif failed and failed == count - blank:  # nothing parsed: the model, not the input, is the likely cause
+    elif unparsed and unparsed == count - blank:  # nothing parsed: the model, not the input, is the likely cause
         raise fail(
             "parse", f"every {unit_name} failed ({failed} of {count}; see their `error`); the first: {first_error}"
         )
     elif failed:
-        print(
-            f"hf-structure parse: {failed} of {count} {unit_name}s could not be parsed (see their `error`)",
-            file=sys.stderr,
+        partly = failed - unparsed  # lines of several sentences, some parsed
+        what = (
+            f"held a sentence that could not be parsed ({partly} of them had their other sentences parsed; see "
+            "their `error`)"
+            if partly
+            else "could not be parsed (see their `error`)"
         )
+        print(f"hf-structure parse: {failed} of {count} {unit_name}s {what}", file=sys.stderr)
         if args.strict:
             raise SystemExit(1)
 

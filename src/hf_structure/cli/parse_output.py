@@ -150,13 +150,15 @@ def _lock(fd: int, path: str) -> None:
 class Writer:
     """Writes each unit's results as they come: JSON lines, CoNLL-U or drawings, and SVG pictures.
 
-    A unit's result is one parse (a word list, a CoNLL-U sentence), a list of the parses of its sentences (raw
-    text), or for a blank or refused unit `{"words": []}` or `{"words": ..., "error": ...}`. Where raw text is split
-    into sentences, each JSON line names its input `line`, CoNLL-U numbers the sentences in `# sent_id` and starts
-    each line's first with `# newpar`, and SVG files are `OUT-<line>-<k>.svg` for the k-th of several sentences of
-    a line. Otherwise there is one output per unit: CoNLL-U of a text line has `# sent_id` the line's number and
-    `# text` the line, that of a CoNLL-U sentence is its block with HEAD and DEPREL filled. SVG files are
-    `OUT-<line>.svg` (OUT.svg alone for an input of one sentence)."""
+    A unit's result is one parse (a word list, a CoNLL-U sentence), a list of the results of its sentences (raw
+    text, where a refused sentence is `{"words": ..., "error": ...}` among the others' parses, and is written as a
+    comment block in CoNLL-U and in drawings), or for a blank or refused unit `{"words": []}` or `{"words": ...,
+    "error": ...}`. Where raw text is split into sentences, each JSON line names its input `line`, CoNLL-U numbers
+    the sentences in `# sent_id` and starts each line's first with `# newpar`, and SVG files are
+    `OUT-<line>-<k>.svg` for the k-th of several sentences of a line. Otherwise there is one output per unit:
+    CoNLL-U of a text line has `# sent_id` the line's number and `# text` the line, that of a CoNLL-U sentence is
+    its block with HEAD and DEPREL filled. SVG files are `OUT-<line>.svg` (OUT.svg alone for an input of one
+    sentence)."""
 
     def __init__(self, output, output_format: str, split_sentences: bool, svg: str | None, total: int | None):
         self.output, self.output_format, self.split_sentences = output, output_format, split_sentences
@@ -165,9 +167,9 @@ class Writer:
 
     def write(self, unit: Unit, result) -> None:
         parses = result if isinstance(result, list) else [result]
-        parsed = "error" not in parses[0] and bool(parses[0]["words"])
+        parsed = _is_parse(parses[0])
         split = self.split_sentences and unit.words is None  # raw text, split into sentences
-        if self.svg and parsed:
+        if self.svg:
             self._save_svgs(unit, parses)
         if self.output_format == "json":
             self._write_json(unit, parses, split)
@@ -175,15 +177,17 @@ class Writer:
             from ..data.conllu_format import conllu_with_parse
 
             self.output.write(conllu_with_parse(unit.conllu, parses[0] if parsed else None, parses[0].get("error")))
-        elif not parsed:
+        elif len(parses) == 1 and not parsed:
             self._write_unparsed(unit, parses[0].get("error"), split)
         elif self.output_format == "conllu":
             self._write_conllu(unit, parses, split)
         else:
+            from ..data.conllu_format import comment_block
             from ..visualization import draw_text
 
-            for parse in parses:
-                self.output.write(draw_text(parse) + "\n\n")  # a blank line between sentences, as in CoNLL-U
+            for parse in parses:  # a blank line between sentences, as in CoNLL-U
+                text = draw_text(parse) + "\n\n" if _is_parse(parse) else comment_block(_refused(parse))
+                self.output.write(text)
 
     def _write_json(self, unit: Unit, parses: list[dict], split: bool) -> None:
         for parse in parses:
@@ -204,12 +208,16 @@ class Writer:
             self.output.write(comment_block(comments, unit.number))
 
     def _write_conllu(self, unit: Unit, parses: list[dict], split: bool) -> None:
-        from ..data.conllu_format import parse_to_conllu
+        from ..data.conllu_format import comment_block, parse_to_conllu
 
         for k, parse in enumerate(parses):
             if split:
                 self.sentences += 1
-                self.output.write(parse_to_conllu(parse, self.sentences, parse.get("text"), newpar=k == 0))
+                if _is_parse(parse):
+                    self.output.write(parse_to_conllu(parse, self.sentences, parse.get("text"), newpar=k == 0))
+                else:
+                    newpar = {"newpar": None} if k == 0 else {}
+                    self.output.write(comment_block({**newpar, **_refused(parse)}, self.sentences))
             else:
                 self.output.write(parse_to_conllu(parse, unit.number, unit.text))
 
@@ -218,6 +226,8 @@ class Writer:
 
         assert self.svg is not None  # `write` saves pictures only with --svg
         for k, parse in enumerate(parses, start=1):
+            if not _is_parse(parse):
+                continue
             if len(parses) > 1:
                 path = numbered(self.svg, f"{unit.number}-{k}")
             else:
@@ -226,6 +236,16 @@ class Writer:
                 save_svg(parse, path)
             except OSError as error:
                 raise fail("parse", f"cannot write {path}: {error.strerror}") from None
+
+
+def _is_parse(result: dict) -> bool:
+    """Whether a sentence's result is a parse (not a refused sentence's error, nor a blank line's empty result)."""
+    return "error" not in result and bool(result["words"])
+
+
+def _refused(result: dict) -> dict:
+    """The comments that stand in for a refused sentence: its text (or words) and its error."""
+    return {"text": result.get("text") or " ".join(result["words"]), "error": result["error"]}
 
 
 def numbered(path: str, number: int | str) -> str:

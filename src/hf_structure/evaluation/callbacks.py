@@ -1,14 +1,12 @@
 """The `Trainer` callback that scores the model on a gold treebank at each evaluation, for every trainer."""
 
 import logging
-from pathlib import Path
 
 from transformers import TrainerCallback
 
-from ..data.conllu_format import read_conllu
-from ..data.treebanks import read_treebank
+from ..pipelines.parser import Parser
 from .metrics import left_head_share
-from .scoring import parse_word_lists, reported_options, score_all_words, score_parses
+from .scoring import GoldTreebank, evaluate, gold_treebank, scores_every_word
 
 logger = logging.getLogger(__name__)
 
@@ -22,38 +20,36 @@ class ParsingEvaluationCallback(TrainerCallback):
 
     Every score is logged as `parse_<score>` with the step, and is `eval_parse_<score>` among the evaluation's
     metrics (the Trainer's `eval_` convention, so `--metric_for_best_model parse_las` may choose a checkpoint).
-    `max_sentences`: score only the first sentences of the treebank.
+    The scores are `hf-structure evaluate`'s (`scoring.evaluate`): a sentence the model cannot parse is left out of
+    them, counted as `parse_skipped` and named in a warning. `max_sentences`: score only the first sentences of the
+    treebank.
     """
 
     def __init__(self, treebank: str, tokenizer, max_sentences: int | None = None):
         self.treebank, self.tokenizer, self.max_sentences = treebank, tokenizer, max_sentences
-        self.gold_of_policy: dict[bool, list] = {}
+        self.gold_of_rule: dict[bool, GoldTreebank] = {}
 
-    def gold(self, model) -> tuple[bool, list]:
-        """Whether every word is scored, and the gold sentences (read once per punctuation policy)."""
-        every_word = (
-            Path(self.treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep"
-        )
-        if every_word not in self.gold_of_policy:
-            gold = read_conllu(self.treebank) if every_word else read_treebank(self.treebank)
-            self.gold_of_policy[every_word] = gold[: self.max_sentences]
-        return every_word, self.gold_of_policy[every_word]
+    def gold(self, model) -> GoldTreebank:
+        """The gold sentences the model is scored against (read once for each way of scoring)."""
+        every_word = scores_every_word(model, self.treebank)
+        if every_word not in self.gold_of_rule:
+            self.gold_of_rule[every_word] = gold_treebank(model, self.treebank, self.max_sentences)
+        return self.gold_of_rule[every_word]
 
     def on_evaluate(self, args, state, control, model=None, metrics=None, **kwargs):
         if model is None or not state.is_world_process_zero:
             return
-        every_word, gold = self.gold(model)
-        words = [sentence["words"] if every_word else sentence.words for sentence in gold]
-        batch_size = args.per_device_eval_batch_size
-        parses = parse_word_lists(model, self.tokenizer, words, batch_size)
-        score = score_all_words if every_word else score_parses
-        scores = score(gold, parses)
-        for name, options in reported_options(model).items():
-            scored = score(gold, parse_word_lists(model, self.tokenizer, words, batch_size, **options))
-            scores.update({f"{key}_{name}": value for key, value in scored.items() if key != "sentences"})
+        scores, parses = evaluate(Parser(model, self.tokenizer), self.gold(model), args.per_device_eval_batch_size)
+        logged = {
+            f"parse_{key}": value
+            for key, value in scores.items()
+            if isinstance(value, (int, float)) and key not in ("sentences", "sentences_per_second")
+        }
+        if scores.get("skipped"):
+            logged["parse_skipped"] = len(scores["skipped"])
+            logger.warning("step %d parsing: not scored: %s", state.global_step, "; ".join(scores["skipped"]))
         if all("heads" in parse for parse in parses):
-            scores["head_on_left"] = round(100 * left_head_share([parse["heads"] for parse in parses]), 2)
-        logged = {f"parse_{key}": value for key, value in scores.items() if key != "sentences"}
+            logged["parse_head_on_left"] = round(100 * left_head_share([parse["heads"] for parse in parses]), 2)
         if metrics is not None:
             metrics.update({f"eval_{key}": value for key, value in logged.items()})
         state.log_history.append({**logged, "step": state.global_step})

@@ -4,23 +4,22 @@ A model is scored through the parsing contract only (`model.parse(words, tokeniz
 scored words (punctuation already removed, as the scoring conventions of the data README require).
 """
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-
-import torch
 
 from ..data.conllu_format import read_conllu
 from ..data.gold import GoldSentence, content_heads
 from ..data.treebanks import EVALUATED_LABELS, read_treebank
-from ..pipelines.batched_parsing import Sentence, check_words, checked_sentence, parse_in_order, unparsable_sentence
-from ..pipelines.unsupervised_parsing import check_options
+from ..pipelines.parser import Parser, ParseResult, ParsingModel
 from ..structs.trees import heads_are_tree
-from ..threads import SHARED_LOAD, parsing_threads
 from .baselines import baseline_parses
 from .metrics import attachment_scores, compound_pcfg_gold, label_recall, scored_spans, unlabelled_f1
 
 
-def score_parses(gold: Sequence[GoldSentence], parses: Sequence[dict], suffix: str = "") -> dict:
+def score_parses(gold: Sequence[GoldSentence], parses: Sequence[Mapping[str, Any]], suffix: str = "") -> dict:
     """The evaluation JSON of a parser: `sentences`; with predicted and gold constituents `sentence_f1`,
     `corpus_f1`, the same under the compound-PCFG scorer's convention (`sentence_f1_cpcfg`, `corpus_f1_cpcfg`; see
     `metrics.compound_pcfg_gold`), `recall_<LABEL>`; with predicted and gold heads `uas`, `uuas`, `valid_trees`
@@ -60,56 +59,6 @@ def evaluate_baseline(treebank: str, name: str, seed: int = 0) -> dict:
     return {"parser": name, **score_parses(gold, parses)}
 
 
-@torch.no_grad()
-def parse_word_lists(
-    model,
-    tokenizer,
-    sentences: Sequence[Sequence[str]],
-    batch_size: int = 64,
-    num_threads: int | None = None,
-    names: Sequence[str] | None = None,
-    skip_unparsable: bool = False,
-    on_batch: Callable[[int], None] | None = None,
-    **options,
-) -> list:
-    """`model.parse` over pre-split sentences, batched by length (`batched_parsing.parse_in_order`, the core the
-    pipeline and `hf-structure parse` share); results in input order. `options` go to `parse` (e.g.
-    `head_decoding`), checked against what the model declares before any batch (`UnsupportedOptionError`).
-    `num_threads`: torch's CPU threads while parsing (default: `threads.default_num_threads` for the machine's load
-    now); the caller's count is restored after. The words are the model's as they are: no punctuation policy applies
-    (gold words are scored words already).
-
-    A sentence the model cannot parse (a word that is empty or holds whitespace, too long: the pipeline's checks,
-    or a ValueError from `parse`) raises a SentenceError (a ValueError) naming it by `names` (default `sentence
-    <k>`, from 1); with `skip_unparsable`, its result is `{"words": ..., "error": "<name>: <why>"}` instead and the
-    others are parsed. `on_batch(k)` is called after each batch with the k sentences it completed (a progress
-    bar's `update`)."""
-    check_options(model, options)
-    names = names or [f"sentence {number}" for number in range(1, len(sentences) + 1)]
-    on_error = "record" if skip_unparsable else "raise"
-    checked = [_checked_words(model, tokenizer, words, name, on_error) for words, name in zip(sentences, names)]
-    results: list[dict] = []
-    was_training = model.training
-    model.eval()
-    try:
-        with parsing_threads(num_threads, SHARED_LOAD):
-            for done in parse_in_order(model, tokenizer, checked, options, batch_size, on_error):
-                results.extend(parse if s.error is None else {"words": s.words, "error": s.error} for s, parse in done)
-                if on_batch is not None:
-                    on_batch(len(done))
-    finally:
-        model.train(was_training)
-    return results
-
-
-def _checked_words(model, tokenizer, words, name: str, on_error: str) -> Sentence:
-    """`words` checked for `model` as they are (see `parse_word_lists`), or their error recorded or raised."""
-    try:
-        return checked_sentence(model, tokenizer, check_words(words, name), name, reattach_punctuation=False)
-    except (TypeError, ValueError) as error:
-        return unparsable_sentence(words if isinstance(words, (list, tuple)) else [], name, error, on_error)
-
-
 def sentence_names(gold: Sequence[GoldSentence]) -> list[str]:
     """How errors name the gold sentences: `sentence <k>` (from 1), with the file and line where known."""
     return [f"sentence {number}" + (f" ({g.source})" if g.source else "") for number, g in enumerate(gold, 1)]
@@ -122,34 +71,24 @@ def reported_options(model) -> dict[str, dict]:
     return dict(getattr(model.config, "reported_options", None) or {})
 
 
-def evaluate_model(
-    model,
-    tokenizer,
-    gold: Sequence[GoldSentence],
-    batch_size: int = 64,
-    num_threads: int | None = None,
-    on_batch: Callable[[int], None] | None = None,
-) -> dict:
-    """Scores with the model's default decodings, plus `<score>_<name>` for each of its `reported_options`
-    (`uas_argmax`, `sentence_f1_chart` ...). `num_threads`, `on_batch`: as
-    `parse_word_lists` (`parse_passes` passes over the sentences in all). A sentence the model cannot parse is left
-    out of every score and named in `skipped` (see `parsed_sentences`)."""
+def _scored_words_evaluation(
+    parser: Parser, gold: Sequence[GoldSentence], parsing: dict
+) -> tuple[dict, list[ParseResult]]:
+    """Scores over the gold treebank's scored words (punctuation removed) with the model's default decodings, plus
+    `<score>_<name>` for each of its `reported_options`; a sentence the model cannot parse is named in `skipped`."""
     names = sentence_names(gold)
     gold, parses, skipped = parsed_sentences(
-        gold,
-        parse_word_lists(model, tokenizer, [g.words for g in gold], batch_size, num_threads, names, True, on_batch),
+        gold, parser.parse_words([g.words for g in gold], names=names, on_error="record", **parsing)
     )
-    words = [g.words for g in gold]
     scores = score_parses(gold, parses)
-    for name, options in reported_options(model).items():
-        parses = parse_word_lists(model, tokenizer, words, batch_size, num_threads, on_batch=on_batch, **options)
-        alternative = score_parses(gold, parses, suffix=f"_{name}")
+    for name, options in reported_options(parser.model).items():
+        alternative = score_parses(gold, parser.parse_words([g.words for g in gold], **parsing, **options), f"_{name}")
         scores.update({key: value for key, value in alternative.items() if key != "sentences"})
-    return {**scores, "skipped": skipped} if skipped else scores
+    return ({**scores, "skipped": skipped} if skipped else scores), parses
 
 
-def parsed_sentences(gold: Sequence, parses: Sequence[dict]) -> tuple[list, list[dict], list[str]]:
-    """The gold sentences and parses of `parse_word_lists(..., skip_unparsable=True)` without those it could not
+def parsed_sentences(gold: Sequence, parses: Sequence[ParseResult]) -> tuple[list, list[ParseResult], list[str]]:
+    """The gold sentences and their parses (`Parser.parse_words(..., on_error="record")`) without those it could not
     parse, and the errors naming those (`skipped`); a ValueError when no sentence is left to score."""
     skipped = [parse["error"] for parse in parses if "error" in parse]
     kept = [index for index, parse in enumerate(parses) if "error" not in parse]
@@ -158,7 +97,7 @@ def parsed_sentences(gold: Sequence, parses: Sequence[dict]) -> tuple[list, list
     return [gold[index] for index in kept], [parses[index] for index in kept], skipped
 
 
-def score_all_words(gold: Sequence[dict], parses: Sequence[dict]) -> dict:
+def score_all_words(gold: Sequence[dict], parses: Sequence[Mapping[str, Any]]) -> dict:
     """Attachment scores over every word, punctuation included, as the CoNLL 2018 shared task scores gold-tokenised
     input: `uas`, `las` (labels compared on their universal part, before `:`), `uuas`, `valid_trees`; percentages.
     `gold` are `read_conllu` sentences."""
@@ -186,32 +125,20 @@ ALL_WORDS_SCORING = (
 
 
 def parse_passes(model) -> int:
-    """How many times `evaluate_model` or `evaluate_on_conllu` parses every sentence: once with the model's
-    defaults, once per reported option."""
+    """How many times `evaluate` parses every sentence: once with the model's defaults, once per reported
+    option."""
     return 1 + len(reported_options(model))
 
 
-def evaluate_on_conllu(
-    model,
-    tokenizer,
-    path,
-    batch_size: int = 64,
-    num_threads: int | None = None,
-    on_batch: Callable[[int], None] | None = None,
-) -> dict:
-    """A parser that sees every word (`punctuation_policy="keep"`) scored on a CoNLL-U file: the whole sentences
-    are parsed once, then scored both ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with
-    each of the model's `reported_options` (keys `uas_<name>`, `las_<name>` ...). `num_threads`: as
-    `parse_word_lists`, as `on_batch`. A sentence the model cannot parse is left out and named in `skipped`, as by
-    `evaluate_model`."""
-    import time
-
-    sentences = read_conllu(path)
-    names = [f"sentence {number} ({path}:{s['line']})" for number, s in enumerate(sentences, 1)]
+def _every_word_evaluation(parser: Parser, gold: "GoldTreebank", parsing: dict) -> tuple[dict, list[ParseResult]]:
+    """A parser that sees every word scored on a CoNLL-U file: the whole sentences are parsed once, then scored both
+    ways (see `ALL_WORDS_SCORING`), with the parsing speed; then parsed again with each of the model's
+    `reported_options` (keys `uas_<name>`, `las_<name>` ...). A sentence the model cannot parse is named in
+    `skipped`."""
+    sentences = gold.sentences
+    names = [f"sentence {number} ({gold.path}:{s['line']})" for number, s in enumerate(sentences, 1)]
     start = time.perf_counter()
-    parses = parse_word_lists(
-        model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, names, True, on_batch
-    )
+    parses = parser.parse_words([s["words"] for s in sentences], names=names, on_error="record", **parsing)
     seconds = time.perf_counter() - start
     sentences, parses, skipped = parsed_sentences(sentences, parses)
     scores = score_all_words(sentences, parses)
@@ -224,14 +151,58 @@ def evaluate_on_conllu(
         )
         scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
-    for name, options in reported_options(model).items():
-        parses = parse_word_lists(
-            model, tokenizer, [s["words"] for s in sentences], batch_size, num_threads, on_batch=on_batch, **options
+    for name, options in reported_options(parser.model).items():
+        alternative = score_all_words(
+            sentences, parser.parse_words([s["words"] for s in sentences], **parsing, **options)
         )
-        alternative = score_all_words(sentences, parses)
         scores.update({f"{key}_{name}": value for key, value in alternative.items() if key != "sentences"})
     scores["scoring"] = ALL_WORDS_SCORING
-    return {**scores, "skipped": skipped} if skipped else scores
+    return ({**scores, "skipped": skipped} if skipped else scores), parses
+
+
+@dataclass(frozen=True)
+class GoldTreebank:
+    """What a model is scored against: the treebank's `path`, whether every word is scored (`every_word`: a CoNLL-U
+    file and a model that sees every word, the CoNLL 2018 convention) and its gold `sentences` (`read_conllu` dicts
+    for every word, else `GoldSentence`s of the scored words, punctuation removed)."""
+
+    path: str
+    every_word: bool
+    sentences: list
+
+
+def scores_every_word(model: ParsingModel, treebank: str | Path) -> bool:
+    """The every-word rule: a CoNLL-U file scored for a model that sees every word (`punctuation_policy="keep"`)
+    is scored over every word; a PTB folder, or CoNLL-U for a model trained without punctuation, over the scored
+    words."""
+    return Path(treebank).suffix == ".conllu" and getattr(model.config, "punctuation_policy", "keep") == "keep"
+
+
+def gold_treebank(model: ParsingModel, treebank: str | Path, max_sentences: int | None = None) -> GoldTreebank:
+    """The gold sentences `model` is scored against in `treebank` (the first `max_sentences`; None: all), by the
+    every-word rule (`scores_every_word`)."""
+    every_word = scores_every_word(model, treebank)
+    sentences = read_conllu(treebank) if every_word else read_treebank(treebank)
+    return GoldTreebank(str(treebank), every_word, sentences[:max_sentences])
+
+
+def evaluate(
+    parser: Parser,
+    gold: GoldTreebank,
+    batch_size: int = 64,
+    num_threads: int | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> tuple[dict, list[ParseResult]]:
+    """The evaluation of a parsing model, as `hf-structure evaluate` reports it and the training-time evaluation
+    logs it: scores by the gold treebank's convention (every word, or the scored words), with the model's default
+    decodings, then with each of its `reported_options` (`uas_argmax`, `sentence_f1_chart` ...). A sentence the
+    model cannot parse is left out of every score and named in `skipped`; a ValueError when none is left. Returns
+    the scores and the default decoding's parses of the sentences scored. `on_batch(k)`: after each batch, with the
+    k sentences it completed (`parse_passes` passes over the sentences in all)."""
+    parsing = {"batch_size": batch_size, "num_threads": num_threads, "on_batch": on_batch}
+    if gold.every_word:
+        return _every_word_evaluation(parser, gold, parsing)
+    return _scored_words_evaluation(parser, gold.sentences, parsing)
 
 
 def member_parses_of_file(path, gold: Sequence[GoldSentence], names: Sequence[str]) -> list[dict]:
@@ -258,22 +229,27 @@ def evaluate_ensemble(
     on_batch: Callable[[int], None] | None = None,
 ) -> dict:
     """An ensemble of constituency parsers scored on gold sentences: each member's trees (`members`: `(name,
-    (model, tokenizer))` for a model, which parses the gold words, or `(name, path)` for a trees file), averaged by
+    Parser)` for a model, which parses the gold words, or `(name, path)` for a trees file), averaged by
     `average_trees` with `tie_break` (the ensemble's scores), and again with ties at random (`*_random`, `seed`),
     beside each member's own `sentence_f1` and `corpus_f1` (`members`). A sentence that a member cannot parse, or
-    that a trees file lacks, is left out of every score and named in `skipped`. `on_batch`: as `parse_word_lists`
-    (each model parses every sentence once)."""
+    that a trees file lacks, is left out of every score and named in `skipped`. `on_batch`: as `evaluate` (each
+    model parses every sentence once)."""
     from ..structs.decoding import average_trees
 
     names = sentence_names(gold)
     words = [g.words for g in gold]
-    member_parses = []
+    member_parses: list[Sequence[Mapping[str, Any]]] = []
     for name, member in members:
-        if isinstance(member, tuple):
-            model, tokenizer = member
-            options = {"structures": ("constituency",)} if "structures" in getattr(model, "parse_options", {}) else {}
-            parses = parse_word_lists(
-                model, tokenizer, words, batch_size, num_threads, names, True, on_batch, **options
+        if isinstance(member, Parser):
+            options = {"structures": ("constituency",)} if "structures" in member.model.parse_options else {}
+            parses = member.parse_words(
+                words,
+                names=names,
+                on_error="record",
+                batch_size=batch_size,
+                num_threads=num_threads,
+                on_batch=on_batch,
+                **options,
             )
             member_parses.append([{**p, "error": f"{name}: {p['error']}"} if "error" in p else p for p in parses])
         else:
@@ -283,7 +259,7 @@ def evaluate_ensemble(
     if not kept:
         raise ValueError(f"no sentence could be parsed by every member ({len(gold)} tried; the first: {errors[0]})")
     kept_gold = [gold[i] for i in kept]
-    trees = [[member[i]["spans"] for i in kept] for member in member_parses]
+    trees = [[[(start, end) for start, end in member[i]["spans"]] for i in kept] for member in member_parses]
     lengths = [len(g.words) for g in kept_gold]
     scores: dict[str, Any] = {"tie_break": tie_break}
     scores.update(score_parses(kept_gold, [{"spans": t} for t in average_trees(trees, lengths, tie_break, seed)]))

@@ -20,7 +20,13 @@ from .records import EVAL_RECORD, TRAINING_RECORD, load_training_record, read_js
 from .space import SPACE_FILES, write_space_files
 
 TASK = "unsupervised-parsing"
-PIPELINE_FILES = ("unsupervised_parsing.py", "batched_parsing.py", "quantization.py", "word_tokenization.py")
+PIPELINE_FILES = (
+    "unsupervised_parsing.py",
+    "parser.py",
+    "batched_parsing.py",
+    "quantization.py",
+    "word_tokenization.py",
+)
 REQUIRED_FILES = (
     "config.json",
     "model.safetensors",

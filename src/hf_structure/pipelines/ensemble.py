@@ -16,9 +16,9 @@ from pathlib import Path
 
 from ..data.trees_files import read_trees_file
 from ..structs.decoding import TIE_BREAKS, average_trees
-from ..structs.trees import Span
+from ..structs.trees import Span, spans_to_bracketed
 from .batched_parsing import Sentence, SentenceError, check_on_error
-from .unsupervised_parsing import UnsupportedOptionError, accepted_options, model_description, spans_to_bracketed
+from .parser import ParseResult, UnsupportedOptionError, accepted_options, model_description
 
 # The pipeline options an ensemble takes: how the input is read, batched and threaded, and what to do with errors.
 ENSEMBLE_OPTIONS = (
@@ -99,7 +99,7 @@ class EnsembleParser:
             load_parser(model, **pipeline_options) if isinstance(model, str) else model for model in models
         ]
         for pipeline in self.pipelines:
-            if "constituency" not in accepted_options(pipeline.model)["structures"]:
+            if "constituency" not in accepted_options(pipeline.parser.model)["structures"]:
                 raise UnsupportedOptionError(f"{model_description(pipeline.model)} gives no constituents to average")
         self.trees_files = [(str(path), read_trees_file(path)) for path in trees]
         self.tie_break, self.seed = tie_break, seed
@@ -136,12 +136,12 @@ class EnsembleParser:
             split and isinstance(inputs, (list, tuple)) and not any(isinstance(i, (list, tuple)) for i in inputs)
         )
         if isinstance(inputs, str) or single_words:
-            results = self.parse_sentences(self.sentences(inputs, split, None, **reading), options)
+            results = self.parse_sentences(self.sentences(inputs, is_split_into_words=split, **reading), options)
             return results[0] if single_words else results
         if not isinstance(inputs, (list, tuple)) or not inputs:
             raise TypeError("expected a string, a list of words or a non-empty list of them")
         groups = [
-            self.sentences(item, isinstance(item, (list, tuple)), f"item {number}", **reading)
+            self.sentences(item, is_split_into_words=isinstance(item, (list, tuple)), name=f"item {number}", **reading)
             for number, item in enumerate(inputs, 1)
         ]
         parses = iter(self.parse_sentences([sentence for group in groups for sentence in group], options))
@@ -149,21 +149,19 @@ class EnsembleParser:
             return [next(parses) for _ in groups]
         return [[next(parses) for _ in group] for group in groups]
 
-    def sentences(
-        self, item, is_split_into_words=False, name=None, split_sentences=True, on_error="raise", word_convention=None
-    ) -> list[Sentence]:
-        """The sentences of one input, as the first member's pipeline reads them (`sentences`)."""
-        return self.pipelines[0].sentences(item, is_split_into_words, name, split_sentences, on_error, word_convention)
+    def sentences(self, item, **reading) -> list[Sentence]:
+        """The sentences of one input, as the first member reads them (`Parser.sentences`, with its options)."""
+        return self.pipelines[0].parser.sentences(item, **reading)
 
-    def parse_sentences(self, sentences: list[Sentence], options: dict) -> list[dict]:
+    def parse_sentences(self, sentences: list[Sentence], options: dict) -> list[ParseResult]:
         """One result per checked sentence, in order."""
-        return [result for done in self.results_in_order(sentences, options) for _, result in done]
+        return [result for done in self.results(sentences, **options) for _, result in done]
 
-    def results_in_order(
-        self, sentences: Iterable[Sentence], options: dict, window: int | None = None
-    ) -> Iterator[list[tuple[Sentence, dict]]]:
-        """As the pipeline's `results_in_order`: after each batch of the first member, its sentences, in input
-        order, each with the ensemble's result; the other members parse those sentences then."""
+    def results(
+        self, sentences: Iterable[Sentence], window: int | None = None, **options
+    ) -> Iterator[list[tuple[Sentence, ParseResult]]]:
+        """As `Parser.results`: after each batch of the first member, its sentences, in input order, each with the
+        ensemble's result; the other members parse those sentences then."""
         self.check_options(options)
         on_error = check_on_error(options.get("on_error", "raise"))
         member_options = {
@@ -171,7 +169,7 @@ class EnsembleParser:
         }
         member_options.update(structures=("constituency",), on_error="record")
         done_before = 0
-        for done in self.pipelines[0].results_in_order(sentences, member_options, window):
+        for done in self.pipelines[0].parser.results(sentences, window=window, **member_options):
             trees = [[self._own_spans(result) for _, result in done]]
             trees += [self._member_trees(pipeline, done, member_options) for pipeline in self.pipelines[1:]]
             trees += [[self._file_spans(table, result) for _, result in done] for _, table in self.trees_files]
@@ -182,10 +180,12 @@ class EnsembleParser:
             done_before += len(done)
 
     @staticmethod
-    def _own_spans(result: dict) -> list[Span] | str:
-        return result["error"] if "error" in result else [tuple(span) for span in result.get("spans", [])]
+    def _own_spans(result: ParseResult) -> list[Span] | str:
+        return result["error"] if "error" in result else [(start, end) for start, end in result.get("spans", [])]
 
-    def _member_trees(self, pipeline, done: list[tuple[Sentence, dict]], options: dict) -> list[list[Span] | str]:
+    def _member_trees(
+        self, pipeline, done: list[tuple[Sentence, ParseResult]], options: dict
+    ) -> list[list[Span] | str]:
         """Another member's trees of the sentences, on the first member's words (or, per sentence, why not): it
         reads each sentence as it reads an input (the sentence's text, one sentence, in its own words; given words
         as they are)."""
@@ -195,11 +195,14 @@ class EnsembleParser:
                 own.append(result["error"])
                 continue
             if sentence.offsets is None:
-                [read] = pipeline.sentences(result["words"], True, sentence.name, on_error="record")
+                reading = {"is_split_into_words": True}
+                [read] = pipeline.parser.sentences(result["words"], name=sentence.name, on_error="record", **reading)
             else:
-                [read] = pipeline.sentences(sentence.text, False, sentence.name, False, on_error="record")
+                reading = {"split_sentences": False}
+                [read] = pipeline.parser.sentences(sentence.text, name=sentence.name, on_error="record", **reading)
             own.append(read if read.error is None else read.error)
-        parsed = iter(pipeline.parse_sentences([read for read in own if isinstance(read, Sentence)], options))
+        reads = [read for read in own if isinstance(read, Sentence)]
+        parsed = iter(result for done in pipeline.parser.results(reads, **options) for _, result in done)
         trees: list[list[Span] | str] = []
         for (sentence, result), read in zip(done, own):
             if isinstance(read, str):
@@ -221,13 +224,13 @@ class EnsembleParser:
         return trees
 
     @staticmethod
-    def _file_spans(table: dict, result: dict) -> list[Span] | str:
+    def _file_spans(table: dict, result: ParseResult) -> list[Span] | str:
         if "error" in result:
             return result["error"]
         tree = table.get(tuple(result["words"]))
         return "no tree of these words" if tree is None else tree
 
-    def _result(self, result: dict, member_trees: list, index: int, on_error: str) -> dict:
+    def _result(self, result: ParseResult, member_trees: list, index: int, on_error: str) -> ParseResult:
         """The ensemble's result of one sentence from the first member's result and every member's tree of it."""
         failed = [(name, tree) for name, tree in zip(self.names, member_trees) if isinstance(tree, str)]
         if failed:
@@ -242,5 +245,8 @@ class EnsembleParser:
         return {"words": words, **_located(result), "tree": spans_to_bracketed(words, spans), "spans": spans}
 
 
-def _located(result: dict) -> dict:
-    return {key: result[key] for key in ("offsets", "text") if key in result}
+def _located(result: ParseResult) -> ParseResult:
+    located: ParseResult = {}
+    if "offsets" in result:
+        located["offsets"], located["text"] = result["offsets"], result.get("text")
+    return located

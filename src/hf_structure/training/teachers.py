@@ -76,7 +76,8 @@ class TeacherArguments:
             )
         if (self.teacher_anneal_start is None) != (self.teacher_anneal_end is None):
             raise EntryArgumentsError("--teacher_anneal_start and --teacher_anneal_end go together")
-        if self.teacher_anneal_start is not None and not 0 <= self.teacher_anneal_start < self.teacher_anneal_end:
+        start, end = self.teacher_anneal_start, self.teacher_anneal_end
+        if start is not None and end is not None and not 0 <= start < end:
             raise EntryArgumentsError("--teacher_anneal_start must be >= 0 and below --teacher_anneal_end")
         if self.teacher_anneal_start is not None and not self.has_teacher:
             raise EntryArgumentsError("--teacher_anneal_* need --teacher_model or --teacher_trees")
@@ -153,15 +154,16 @@ def model_trees(
         except TeacherTreesError as error:
             logger.info("teacher %s: the cache %s is not for these sentences (%s); parsing again", model, cached, error)
     from ..bundled import load_model_and_tokenizer
-    from ..evaluation.scoring import parse_word_lists
+    from ..pipelines.parser import Parser
 
     teacher, tokenizer = load_model_and_tokenizer(model)
     if "spans" not in getattr(teacher, "parse_outputs", ()):
         raise TeacherTreesError(f"teacher {model}: its parses have no constituents (spans)")
     options: dict[str, Any] = {"structures": ("constituency",)} if "structures" in teacher.parse_options else {}
     with tqdm(total=len(sentences), desc=f"teacher {model}", unit="sentence") as progress:
-        parses = parse_word_lists(teacher, tokenizer, sentences, batch_size, on_batch=progress.update, **options)
-    trees = [[tuple(span) for span in parse["spans"]] for parse in parses]
+        parser = Parser(teacher, tokenizer)
+        parses = parser.parse_words(sentences, batch_size=batch_size, on_batch=progress.update, **options)
+    trees = [[(start, end) for start, end in parse["spans"]] for parse in parses]
     if cached is not None:
         write_trees(cached, sentences, trees)
     return trees

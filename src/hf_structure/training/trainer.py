@@ -74,14 +74,14 @@ class LanguageModelTrainingArguments(EntryTrainingArguments):
 
 
 class SparsePrediction(TrainerCallback):
-    """Training on the CPU predicts the labelled words alone: a language model's `sparse_prediction` (as
+    """Training a model on the CPU predicts the labelled words alone: a language model's `sparse_prediction` (as
     transformers' ModernBERT), whose loss needs no other logits, is turned on while it trains, which saves about
     two thirds of the output layer's arithmetic. Elsewhere it stays off: picking the labelled words would make the
     host wait for the device to count them each step, and a GPU's step waits on dispatch, not on arithmetic. A
     saved or loaded model gives every position's logits."""
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        model.sparse_prediction = args.device.type == "cpu"
+        model.sparse_prediction = model.device.type == "cpu"
 
 
 class WallClockBudget(TrainerCallback):
