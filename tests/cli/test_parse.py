@@ -679,9 +679,10 @@ def test_a_conllu_file_is_parsed_with_its_own_words_into_a_conllu_file(model, tm
     assert "1 of 3 sentences could not be parsed" in capsys.readouterr().err
     main(["parse", "--model", model, "--pretokenized", "The old man did n't sit .", "A dog ran"])
     expected = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    # Every line as it was but HEAD and DEPREL, taken from the parse of the sentence's own words.
+    # Every line as it was but HEAD and DEPREL, taken from the parse of the sentence's own words, DEPS `_`, and the
+    # empty node 6.1, a node of the input's enhanced graph, which the new tree replaces.
     rows = [line.split("\t") for line in written.split("\n") if not line.startswith("# error = ")]
-    given = [line.split("\t") for line in CONLLU_IN.split("\n")]
+    given = [line.split("\t") for line in CONLLU_IN.split("\n") if not line.startswith("6.1\t")]
     assert len(rows) == len(given)
     words = {
         0: iter(zip(expected[0]["heads"], ["root" if h == 0 else "dep" for h in expected[0]["heads"]])),
@@ -693,13 +694,29 @@ def test_a_conllu_file_is_parsed_with_its_own_words_into_a_conllu_file(model, tm
             sentence += 1
         if len(before) == 10 and before[0].isdigit() and sentence in words:
             head, deprel = next(words[sentence])
-            assert row == before[:6] + [str(head), deprel] + before[8:]
+            assert row == before[:6] + [str(head), deprel, "_"] + before[9:]
         elif len(before) == 10 and before[0].isdigit():  # the sentence that could not be parsed: no stale value
-            assert row == before[:6] + ["_", "_"] + before[8:]
+            assert row == before[:6] + ["_", "_", "_"] + before[9:]
         else:
             assert row == before
     error = "sentence 2 (line 15): word 1 ('a dog') is empty or contains whitespace"
     assert f"# sent_id = d1-2\n# error = {error}\n" in written
+
+
+def test_a_treebank_with_enhanced_graphs_is_written_back_without_them(model, tmp_path, capsys):
+    """EWT dev sentences whose DEPS hold enhanced edges (and an empty node): the parse replaces HEAD and DEPREL, so
+    the input's enhanced graph, which no longer matches, is not written."""
+    import conllu
+
+    out = tmp_path / "out.conllu"
+    main(["parse", "--model", model, "--input", str(FIXTURES / "ewt_dev_enhanced.conllu"), "--output", str(out)])
+    capsys.readouterr()
+    written = conllu.parse(out.read_text(encoding="utf-8"))
+    words = [token for sentence in written for token in sentence if isinstance(token["id"], int)]
+    assert len(words) == 5 + 4 + 23 and all(token["deps"] is None for token in words)
+    assert all("." not in str(token["id"]) for sentence in written for token in sentence)  # no empty node 11.1
+    main(["parse", "--model", model, "--pretokenized", "He will come and eat"])
+    assert [token["head"] for token in written[0]] == json.loads(capsys.readouterr().out)["heads"]
 
 
 def test_a_conllu_file_to_json_and_drawings(model, tmp_path, capsys):

@@ -20,6 +20,7 @@ from hf_structure.data.conllu_format import (
 )
 from hf_structure.data.treebanks import TreebankFormatError
 from hf_structure.structs.trees import distances_heights_to_tree
+from tests.helpers.paths import FIXTURES
 
 
 def test_a_parse_is_one_block_with_its_sent_id_and_text():
@@ -141,7 +142,7 @@ def test_a_conllu_file_is_read_for_parsing_sentence_by_sentence_with_its_lines_a
     parsed = conllu_with_parse(
         sentences[0], {"words": ["do", "n't", "go"], "heads": [3, 3, 0], "deprels": ["aux", "advmod", "root"]}
     )
-    expected = FILE_TO_PARSE.split("\n")[:8]
+    expected = FILE_TO_PARSE.split("\n")[:7]  # without the empty node 3.1, a node of the input's enhanced graph
     expected[4] = "1\tdo\tdo\tAUX\tVBP\tMood=Ind\t3\taux\t_\t_"
     expected[6] = "3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\tSpaceAfter=No"
     assert parsed == "\n".join(expected) + "\n\n"  # only HEAD and DEPREL of the word lines changed
@@ -157,9 +158,9 @@ def test_a_sentence_that_was_not_parsed_keeps_its_lines_with_an_error_and_no_hea
     assert lines[3] == "# error = sentence 1: too long"  # after the comments, on one line
     assert lines[:3] + lines[4:] == [
         line
-        if line.startswith(("#", "1-2", "3.1"))
-        else "\t".join(line.split("\t")[:6] + ["_", "_"] + line.split("\t")[8:])
-        for line in FILE_TO_PARSE.split("\n")[:8]
+        if line.startswith(("#", "1-2"))
+        else "\t".join(line.split("\t")[:6] + ["_", "_", "_"] + line.split("\t")[9:])
+        for line in FILE_TO_PARSE.split("\n")[:7]
     ] + ["", ""]
     with pytest.raises(ValueError, match="3 words but 2 heads"):
         conllu_with_parse(sentence, {"words": ["a", "b"], "heads": [0, 1]})
@@ -200,3 +201,30 @@ def test_a_text_with_line_breaks_is_written_on_one_comment_line():
         assert [line for line in written.splitlines() if line.startswith("# text")] == ["# text = a dog ran"]
         (sentence,) = conllu.parse(written)
         assert sentence.metadata["text"] == "a dog ran" and len(sentence) == 3
+
+
+def test_a_treebank_with_enhanced_graphs_parsed_again_keeps_no_enhanced_edge_of_the_input():
+    """Three sentences of UD English-EWT dev (CC BY-SA 4.0) with enhanced graphs: extra edges in DEPS, a multiword
+    token and an empty node (11.1). The new tree's words get DEPS `_`, the empty node goes with the graph it belongs
+    to, and the columns a parse does not set stay as read."""
+    path = FIXTURES / "ewt_dev_enhanced.conllu"
+    with path.open(encoding="utf-8") as lines:
+        sentences = list(read_conllu_sentences(lines, str(path)))
+    gold = conllu.parse(path.read_text(encoding="utf-8"))
+    written = []
+    for sentence in sentences[:2]:  # each word headed by the one before it: a tree unlike the input's
+        heads = list(range(len(sentence.words)))
+        written.append(conllu_with_parse(sentence, {"words": sentence.words, "heads": heads}))
+    written.append(conllu_with_parse(sentences[2], error="too long"))
+    for block, before, sentence in zip(conllu.parse("".join(written)), gold, sentences):
+        # The words and multiword tokens (`conllu` IDs (1, "-", 2)), not the empty node (11, ".", 1).
+        assert [token["id"] for token in block] == [token["id"] for token in before if "." not in str(token["id"])]
+        parsed = sentence is not sentences[2]
+        words_before = [token for token in before if isinstance(token["id"], int)]
+        for token, gold_token in zip([token for token in block if isinstance(token["id"], int)], words_before):
+            assert token["deps"] is None
+            assert token["head"] == (token["id"] - 1 if parsed else None)
+            assert {key: token[key] for key in ("form", "lemma", "upos", "xpos", "feats", "misc")} == {
+                key: gold_token[key] for key in ("form", "lemma", "upos", "xpos", "feats", "misc")
+            }
+        assert block.metadata.items() >= before.metadata.items()

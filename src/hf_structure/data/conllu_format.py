@@ -178,21 +178,25 @@ def _conllu_sentence(block: list[str], first: int, source: str) -> ConlluSentenc
 
 def conllu_with_parse(sentence: ConlluSentence, parse: dict | None = None, error: str | None = None) -> str:
     """The sentence block as it was read, ending in a blank line, with HEAD and DEPREL of each word line from
-    `parse` (labels as `parse_to_conllu` gives them), every other column and line (comments, multiword tokens,
-    empty nodes) unchanged. Without a parse (a sentence that could not be parsed: `error`, written as an `# error`
-    comment after the others) HEAD and DEPREL are `_`, so that no value of the input passes for a parse."""
+    `parse` (labels as `parse_to_conllu` gives them), every other column and line (comments, multiword tokens)
+    unchanged, but for the input's enhanced graph: no model here gives one, and the input's would disagree with the
+    new tree, so DEPS is `_` on each word line and the empty nodes (`3.1`, nodes of the enhanced graph alone) are
+    left out. Without a parse (a sentence that could not be parsed: `error`, written as an `# error` comment after
+    the others) HEAD, DEPREL and DEPS are `_`, so that no value of the input passes for a parse."""
     if parse is not None:
         heads = parse["heads"]
         deprels = parse.get("deprels") or ["root" if head == 0 else "dep" for head in heads]
         if len(heads) != len(sentence.words):
             raise ValueError(f"{len(sentence.words)} words but {len(heads)} heads")
-    from conllu.parser import ID_SINGLE
+    from conllu.parser import ID_DOT_ID, ID_SINGLE
 
     lines, word = [], 0
     for line in sentence.lines:
         columns = line.split("\t")
-        if not line.startswith("#") and ID_SINGLE.fullmatch(columns[0]):  # a word line, not a range or empty node
-            columns[6:8] = (str(heads[word]), deprels[word]) if parse is not None else ("_", "_")
+        if not line.startswith("#") and ID_DOT_ID.fullmatch(columns[0]):  # an empty node
+            continue
+        if not line.startswith("#") and ID_SINGLE.fullmatch(columns[0]):  # a word line, not a range
+            columns[6:9] = (str(heads[word]), deprels[word], "_") if parse is not None else ("_", "_", "_")
             word += 1
             line = "\t".join(columns)
         lines.append(line)
