@@ -66,7 +66,8 @@ def contenders(sources: list[str]) -> dict[str, tuple[str, dict]]:
     from hf_structure.bundled import bundled_checkpoints
 
     runs = {}
-    for source in sources or [None]:
+    locations: list[str | None] = list(sources) or [None]  # None: the installed package
+    for source in locations:
         label = f" [{source}]" if source else ""
         env = {"PYTHONPATH": str(Path(source).resolve())} if source else {}
         for model in (name for name in MODELS if name in bundled_checkpoints()):
@@ -90,6 +91,7 @@ def time_cold_starts(runs: dict[str, tuple[str, dict]], repeats: int) -> tuple[d
                 text=True,
                 env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
             )
+            assert child.stdout is not None and child.stderr is not None  # both piped
             stdout, stderr = child.stdout.read(), child.stderr.read()
             _, status, usage = os.wait4(child.pid, 0)  # Popen's own wait gives no resource usage
             child.returncode = os.waitstatus_to_exitcode(status)

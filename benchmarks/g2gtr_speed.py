@@ -205,10 +205,13 @@ def instrument_g2gtr(parser, timer: StageTimer) -> None:
     model.encode_sentences = timer.wrap("lower layers (once per sentence)", model.encode_sentences)
     if hasattr(modeling, "G2GTrDecodingCache"):
         cache = modeling.G2GTrDecodingCache
-        cache.__init__ = timer.wrap("graph layers (at the start and after each arc)", cache.__init__)
-        cache.encode = timer.wrap("graph layers (at the start and after each arc)", cache.encode)
-        cache.add_arcs = timer.wrap("graph layers (at the start and after each arc)", cache.add_arcs)
-        cache.top_states = timer.wrap("top layer at s1, s0, b0 (every step)", cache.top_states)
+        for method, stage in (
+            ("__init__", "graph layers (at the start and after each arc)"),
+            ("encode", "graph layers (at the start and after each arc)"),
+            ("add_arcs", "graph layers (at the start and after each arc)"),
+            ("top_states", "top layer at s1, s0, b0 (every step)"),
+        ):
+            setattr(cache, method, timer.wrap(stage, getattr(cache, method)))
         model.classify_slots = timer.wrap("classifiers", model.classify_slots)
     else:
         model.encode_configurations = timer.wrap("graph layers (every step)", model.encode_configurations)
@@ -327,7 +330,7 @@ def pipeline_comparison(args) -> None:
                     min(len(sentences), args.profile_sentences),
                 )
         words.write_text(json.dumps(sentences))
-        rates = {name: [] for name in contenders}
+        rates: dict[str, list[float]] = {name: [] for name in contenders}  # sentences/s, round by round
         print("\n| round | parser | sentences/s | wall s | CPU s | load before/after |\n|---|---|---|---|---|---|")
         results = {}
         for round_number in range(1, args.rounds + 1):
@@ -394,4 +397,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

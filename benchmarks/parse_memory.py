@@ -92,6 +92,7 @@ def main() -> None:
         ]
         start = time.perf_counter()
         child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert child.stderr is not None  # piped
         samples = []  # (seconds, results written, RSS MiB, peak RSS so far MiB)
         while child.poll() is None:
             memory = resident_mib(child.pid)

@@ -35,7 +35,7 @@ class Stopwatch:
     """Seconds per part, each part's time without that of the parts it calls."""
 
     def __init__(self):
-        self.seconds = collections.Counter()
+        self.seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
         self.stack: list[list] = []
 
     def wrap(self, owner, attribute: str, part: str) -> None:
@@ -147,7 +147,7 @@ def main() -> None:
             sentences = len(texts)
             print(f"\n{model_name} {quantize or 'float32'}: {len(texts) / total:.1f} lines/s, {total:.2f} s")
             stopwatch.seconds["the rest of the pipeline's call"] = total - sum(stopwatch.seconds.values())
-            for part, seconds in stopwatch.seconds.most_common():
+            for part, seconds in sorted(stopwatch.seconds.items(), key=lambda item: item[1], reverse=True):
                 print(f"  {part:36} {seconds:7.2f} s {100 * seconds / total:5.1f}%")
             if flops:
                 all_flops, encoder = flops

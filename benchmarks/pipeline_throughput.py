@@ -122,7 +122,7 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as scratch:
         if args.quick or args.random_model:
-            model_path = build_random_model(Path(scratch) / "model", sentences, tiny=args.quick)
+            model_path: Path | str = build_random_model(Path(scratch) / "model", sentences, tiny=args.quick)
             model_label = "tiny random model (--quick)" if args.quick else "untrained model of the paper's size"
         else:
             model_path = resolve_model_path(args.model)
@@ -132,7 +132,7 @@ def main(argv=None):
                     f"{DEFAULT_MODEL} may not exist yet. Pass --model PATH, --random-model or --quick."
                 )
             model_label = str(model_path)
-        parser = pipeline("unsupervised-parsing", model=str(model_path))
+        parser = pipeline("unsupervised-parsing", model=str(model_path))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
         config = parser.model.config
         smoke = " (--quick: a smoke run, not a measurement)" if args.quick else ""
         print("unsupervised-parsing pipeline throughput" + smoke)

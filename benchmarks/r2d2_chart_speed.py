@@ -29,6 +29,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.helpers: the chart before issue 28, kept as the tests' reference
@@ -47,9 +48,13 @@ from tests.helpers.reference_r2d2 import (  # noqa: E402
 )
 
 
-def chart_before(leaves, lengths, compose, choose_split, window, merge_order=None):
-    """The chart as of 314b94e, called as the model calls its chart (heuristic pruning: no merge order)."""
+def chart_before(
+    leaves, lengths, compose, choose_split, window, merge_order=None, merge_rule="2021", merge_noise=False
+):
+    """The chart as of 314b94e, called as the model calls its chart (heuristic pruning by the 2021 rule: no merge
+    order, no noise)."""
     assert merge_order is None, "the chart as of 314b94e has no merge order (pruning='heuristic' only)"
+    assert merge_rule == "2021" and not merge_noise, "the chart as of 314b94e merges by the 2021 rule, without noise"
     return encode_pruned_chart_by_word_spans(leaves, lengths, compose, choose_split, window)
 
 
@@ -84,7 +89,7 @@ class CountOps(TorchDispatchMode):
 
     def __init__(self):
         super().__init__()
-        self.counts = collections.Counter()
+        self.counts: collections.Counter[str] = collections.Counter()  # operation -> calls
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.counts[func.overloadpacket.__name__] += 1
@@ -99,12 +104,11 @@ class CountOps(TorchDispatchMode):
 def model_path(path):
     """Run R2D2 through `path`'s chart and composition Transformer instead of its own (a `CHARTS` value)."""
     chart, transformer = path
-    own_chart, own_transformer = modeling_r2d2.encode_pruned_chart, R2D2Model.composition_transformer
-    modeling_r2d2.encode_pruned_chart, R2D2Model.composition_transformer = chart, transformer
-    try:
+    with (
+        mock.patch.object(modeling_r2d2, "encode_pruned_chart", chart),
+        mock.patch.object(R2D2Model, "composition_transformer", transformer),
+    ):
         yield
-    finally:
-        modeling_r2d2.encode_pruned_chart, R2D2Model.composition_transformer = own_chart, own_transformer
 
 
 def synchronize(device: torch.device) -> None:
@@ -148,7 +152,8 @@ def main(argv=None) -> None:
         hidden_dropout_prob=args.dropout,
         attention_probs_dropout_prob=args.dropout,
     )
-    model = R2D2ForLanguageModeling(config).to(device).train()
+    # transformers wraps PreTrainedModel.to with functools.wraps, which mypy does not bind as a method.
+    model = R2D2ForLanguageModeling(config).to(device).train()  # type: ignore[arg-type]
     model.sparse_prediction = True  # as training sets it (`training.trainer.SparsePrediction`)
     stand_in = torch.nn.Linear(2 * args.hidden_size, args.hidden_size + 1).to(device)
 
@@ -208,7 +213,9 @@ def main(argv=None) -> None:
         for path in CHARTS.values():  # warm-up
             seconds(training_step, path, encoded, labels)
             seconds(chart_step, path, encoded, labels)
-        times = {(name, kind): [] for name in CHARTS for kind in ("training", "chart")}
+        times: dict[tuple[str, str], list[float]] = {
+            (name, kind): [] for name in CHARTS for kind in ("training", "chart")
+        }
         for _ in range(steps):
             for name, path in CHARTS.items():
                 times[name, "training"].append(seconds(training_step, path, encoded, labels))

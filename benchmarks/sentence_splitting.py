@@ -58,6 +58,7 @@ def gold_spans(texts: list[str]) -> tuple[str, list[tuple[int, int]]]:
 
 def load_ours():
     spec = importlib.util.spec_from_file_location("word_tokenization", SPLITTER_MODULE)
+    assert spec is not None and spec.loader is not None  # a .py file gets the source file loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.sentence_offsets

@@ -63,13 +63,14 @@ def child(model: str, setting: str, input_path: Path, lines: int) -> dict:
     sentences = read_sentences(input_path, lines)
     parser = load_parser(model)
     seen_threads = set()
-    parse = parser.model.parse
+    # An hf_structure model's parse: transformers' types, which the pipeline's model has, know no such method.
+    parse = getattr(parser.model, "parse")  # noqa: B009
 
     def spy(*args, **kwargs):  # the thread count the model's parse runs with
         seen_threads.add(torch.get_num_threads())
         return parse(*args, **kwargs)
 
-    parser.model.parse = spy
+    setattr(parser.model, "parse", spy)  # noqa: B010
     options = (
         {}
         if setting == "default"
@@ -98,8 +99,8 @@ def run_configuration(model: str, setting: str, busy: int, args, limit: float) -
     # Each loop in a session of its own, as another user's job: Linux's autogroup scheduling shares the CPU between
     # sessions first, so a loop in this session would halve the parse's share on a machine that others keep full.
     # A loop ends when this script does, even when it is killed.
-    loop = f"import os\nwhile os.getppid() == {os.getpid()}: pass"
-    loops = [subprocess.Popen([sys.executable, "-c", loop], start_new_session=True) for _ in range(busy)]
+    loop_code = f"import os\nwhile os.getppid() == {os.getpid()}: pass"
+    loops = [subprocess.Popen([sys.executable, "-c", loop_code], start_new_session=True) for _ in range(busy)]
     try:
         time.sleep(0.5 if busy else 0)  # the loops are running before the parse starts
         command = [
@@ -155,7 +156,8 @@ def main(argv=None):
     options.add_argument("--child", nargs=2, metavar=("MODEL", "SETTING"), help=argparse.SUPPRESS)
     args = options.parse_args(argv)
     if args.child:
-        print(json.dumps(child(*args.child, args.input, args.lines)))
+        model, setting = args.child
+        print(json.dumps(child(model, setting, args.input, args.lines)))
         return
     if not args.input.is_file():
         raise SystemExit(f"no input file {args.input}: give --input (CoNLL-U, or one pre-tokenized sentence a line)")

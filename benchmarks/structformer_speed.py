@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,9 @@ def vectorized_cubic_dependency_distribution(distances, heights, mask, split_sca
     return cubic_parent_distribution(p_left, p_right, heights, mask, head_scale)
 
 
-IMPLEMENTATIONS = {
+# p_D's implementations (distances, heights, mask, split_scale, head_scale) -> parent distribution; ours takes a
+# `precision` too.
+IMPLEMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
     "ours": OURS,
     "reference": naive_dependency_distribution,
     "vectorized": vectorized_cubic_dependency_distribution,
@@ -91,7 +94,8 @@ def machine_summary() -> str:
     from hf_structure.machine import cpu_flags, machine_description
 
     flags = cpu_flags()
-    bf16 = [f for f in ("avx512_bf16", "amx_bf16", "avx512f") if f in flags] or ["none of avx512f/avx512_bf16/amx_bf16"]
+    bf16: list[str] = [f for f in ("avx512_bf16", "amx_bf16", "avx512f") if f in flags]
+    bf16 = bf16 or ["none of avx512f/avx512_bf16/amx_bf16"]
     return (
         f"{machine_description()}; {os.cpu_count()} logical CPUs; bf16-relevant flags: {', '.join(bf16)}\n"
         f"Python {platform.python_version()}"
@@ -135,7 +139,8 @@ def make_batches(batch_size: int, count: int, max_length: int, seed: int, max_se
     sampler = EpochSeededLengthGroupedSampler(batch_size, lengths=dataset["length"], seed=seed)
     if len(dataset) < batch_size:
         raise SystemExit(f"only {len(dataset)} sentences: ask for smaller batches")
-    order, epoch = [], 0
+    order: list[int] = []  # the examples of each batch, batch after batch
+    epoch = 0
     while len(order) < batch_size * count:
         sampler.set_epoch(epoch)
         epoch_order = list(iter(sampler))
@@ -199,7 +204,8 @@ def train_throughput(rows: list[tuple[str, dict, str]], config, batches: list, w
     (other virtual machines on the host) costs every row alike instead of the one that happened to run then.
     `batches[k]` are the batches of row k."""
     runs = [train_steps(path, impl, config, steps, lr, seed) for (_, path, impl), steps in zip(rows, batches)]
-    seconds, words, losses = [0.0] * len(rows), [0] * len(rows), [[] for _ in rows]
+    seconds, words = [0.0] * len(rows), [0] * len(rows)
+    losses: list[list[float]] = [[] for _ in rows]
     for step in range(max(map(len, batches))):
         for k, run in enumerate(runs):
             measured = next(run, None)
@@ -347,14 +353,14 @@ def run_training(args) -> dict:
     print("(the first-step losses differ only by bf16 rounding and dropout draws: same weights and batches)")
     # How close to the machine's limit: words/s cannot exceed (matmul rate) / (matmul FLOPs per word).
     flops_per_word = training_flops_per_word(config, timed[0])
-    rows = round(statistics.mean(b["input_ids"].numel() for b in timed))  # padded tokens per batch
+    padded_tokens = round(statistics.mean(b["input_ids"].numel() for b in timed))  # per batch
     now = next(r for r in results if r["path"] == "now")
     for dtype in (torch.float32, torch.bfloat16) if native_bf16 else (torch.float32,):
-        peak = matmul_gflops(rows, args.hidden_size, args.d_ff, dtype=dtype)
+        peak = matmul_gflops(padded_tokens, args.hidden_size, args.d_ff, dtype=dtype)
         reference = before if dtype == torch.float32 else now
         achieved = reference["tokens_per_s"] * flops_per_word / 1e9
         print(
-            f"{str(dtype).removeprefix('torch.')} matmul on this machine ({rows} x {args.hidden_size} @ "
+            f"{str(dtype).removeprefix('torch.')} matmul on this machine ({padded_tokens} x {args.hidden_size} @ "
             f"{args.hidden_size} x {args.d_ff}, same threads): {peak:.1f} GFLOP/s; `{reference['path']}` does "
             f"{achieved:.1f} GFLOP/s of matmul work ({achieved / peak:.2f} of it; ceiling "
             f"{peak * 1e9 / flops_per_word:.0f} words/s)"
@@ -529,7 +535,8 @@ def run_pd(args) -> list[dict]:
         f"limits per (impl, L): {args.max_memory_gb:g} GiB of extra address space (RLIMIT_AS), "
         f"{args.max_seconds:g} s wall time; an impl that fails is not run at longer lengths."
     )
-    results, failed = [], {}
+    results: list[dict] = []
+    failed: dict[str, int] = {}  # impl -> the length it failed at
     for length in args.lengths:
         for impl in ["ours", *args.impls_pd]:
             spec = dict(

@@ -23,9 +23,9 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from hf_structure import StructFormerConfig, StructFormerForMaskedLM
 from hf_structure.data.text import ptb_lm_lines
 from hf_structure.data.tokenization import build_word_tokenizer
+from hf_structure.models.structformer import StructFormerConfig, StructFormerForMaskedLM
 from hf_structure.training.arguments import apply_config_overrides
 
 AUTHORS = "calibration_scope=batch,embedding_dropout_prob=0.0,output_dropout_prob=0.1,attention_initialization=xavier"

@@ -20,6 +20,7 @@ import argparse
 import importlib.util
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from shared_data import DATA_DIR  # benchmarks/shared_data.py: the script's folder is on sys.path
 
@@ -31,6 +32,7 @@ TOKENIZER_MODULE = ROOT / "src" / "hf_structure" / "pipelines" / "word_tokenizat
 def load_tokenizer():
     """The pipeline's word_tokenization module, loaded from its file (it needs only the standard library)."""
     spec = importlib.util.spec_from_file_location("word_tokenization", TOKENIZER_MODULE)
+    assert spec is not None and spec.loader is not None  # a .py file gets the source file loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -47,7 +49,9 @@ def read_gold(path: Path) -> list[tuple[str, list[tuple[int, int]]]]:
                 raise SystemExit(f"{path}: sentence {sentence.metadata.get('sent_id', '?')} has no '# text' line")
             text = sentence.metadata["text"]
             words = {token["id"]: token["form"] for token in sentence if isinstance(token["id"], int)}
-            offsets, position, inside = [], 0, set()
+            offsets: list[tuple[int, int]] = []
+            position = 0
+            inside: set[int] = set()  # the words of the multiword tokens read so far
             for token in sentence:
                 identifier = token["id"]
                 if isinstance(identifier, tuple) and identifier[1] != "-":  # an empty node: no text
@@ -74,7 +78,7 @@ def read_gold(path: Path) -> list[tuple[str, list[tuple[int, int]]]]:
 def score(tokenize, sentences) -> dict:
     """Exact sentences, token precision / recall / F1 by offsets, and the differences (split -> gold) counted."""
     exact = right = guessed = true = 0
-    differences = Counter()
+    differences: Counter[tuple[str, str]] = Counter()
     for text, gold in sentences:
         _, offsets = tokenize(text)
         offsets = [tuple(span) for span in offsets]
@@ -86,7 +90,7 @@ def score(tokenize, sentences) -> dict:
             [(start, end, 0) for start, end in set(offsets) - set(gold)]
             + [(start, end, 1) for start, end in set(gold) - set(offsets)]
         )
-        regions = []  # overlapping wrong words, each region one difference
+        regions: list[list[Any]] = []  # overlapping wrong words, each region one difference: [start, end, spans]
         for start, end, side in wrong:
             if regions and start < regions[-1][1]:
                 regions[-1][1] = max(regions[-1][1], end)
