@@ -125,6 +125,7 @@ def same_space(model: str, python: Path, folder: Path, env: dict) -> bool:
     server = subprocess.Popen(
         [str(python), "-I", "app.py"], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    assert server.stdout is not None and server.stderr is not None  # both piped
     try:
         line = server.stdout.readline()
         served = re.match(r"(.+): serving (http://\S+)$", line.strip())
@@ -133,7 +134,8 @@ def same_space(model: str, python: Path, folder: Path, env: dict) -> bool:
             return False
         title, url = served.groups()
         pipeline = load_parser(model)
-        options = [MODEL_DEFAULT] * (1 + len(page_option_names([pipeline.model.parse_options])))
+        # As the page reads them (demo.py): an hf_structure model's attribute, which transformers' types do not know.
+        options = [MODEL_DEFAULT] * (1 + len(page_option_names([getattr(pipeline.model, "parse_options", {})])))
         text = " ".join(SENTENCES)
         message, pictures, table, copyable = Client(url, verbose=False).predict(
             text, title, *options, api_name="/parse"
