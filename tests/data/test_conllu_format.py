@@ -151,6 +151,27 @@ def test_a_conllu_file_is_read_for_parsing_sentence_by_sentence_with_its_lines_a
     assert conllu_with_parse(sentences[1]) == "# only a comment\n\n"
 
 
+def test_a_parse_with_word_tags_fills_upos_xpos_and_feats():
+    parse = {"words": ["do", "n't", "go"], "heads": [3, 3, 0], "deprels": ["aux", "advmod", "root"]}
+    parse |= {"upos": ["AUX", "PART", "VERB"], "xpos": ["VBP", "RB", "VB"], "feats": ["Mood=Ind", "_", "_"]}
+    (sentence,) = conllu.parse(parse_to_conllu(parse))
+    assert [(t["upos"], t["xpos"], t["feats"]) for t in sentence] == [
+        ("AUX", "VBP", {"Mood": "Ind"}),
+        ("PART", "RB", None),
+        ("VERB", "VB", None),
+    ]
+    tagged = {**parse, "upos": ["X", "Y", "Z"], "xpos": ["x", "y", "z"], "feats": ["_", "_", "A=B"]}
+    read = next(read_conllu_sentences(io.StringIO(FILE_TO_PARSE)))
+    (sentence,) = conllu.parse(conllu_with_parse(read, tagged))
+    words = [t for t in sentence if isinstance(t["id"], int)]
+    # The input's tags (AUX VBP Mood=Ind ...) replaced by the parse's, the other columns as they were read.
+    assert [(t["upos"], t["xpos"], t["feats"], t["lemma"]) for t in words] == [
+        ("X", "x", None, "do"),
+        ("Y", "y", None, "not"),
+        ("Z", "z", {"A": "B"}, "go"),
+    ]
+
+
 def test_a_sentence_that_was_not_parsed_keeps_its_lines_with_an_error_and_no_head():
     (sentence,) = read_conllu_sentences(FILE_TO_PARSE.split("\n")[:8])
     text = conllu_with_parse(sentence, error="sentence 1: too\nlong")

@@ -176,6 +176,11 @@ def _conllu_sentence(block: list[str], first: int, source: str) -> ConlluSentenc
     return ConlluSentence(first, block, words, metadata)
 
 
+# The CoNLL-U columns (0-based) of the word tags a parse may hold (a model with taggers): `conllu_with_parse` writes
+# the parse's over the input's, the other columns but HEAD, DEPREL and DEPS staying as they were read.
+TAG_COLUMNS = {3: "upos", 4: "xpos", 5: "feats"}
+
+
 def conllu_with_parse(sentence: ConlluSentence, parse: dict | None = None, error: str | None = None) -> str:
     """The sentence block as it was read, ending in a blank line, with HEAD and DEPREL of each word line from
     `parse` (labels as `parse_to_conllu` gives them), every other column and line (comments, multiword tokens)
@@ -196,6 +201,9 @@ def conllu_with_parse(sentence: ConlluSentence, parse: dict | None = None, error
         if not line.startswith("#") and ID_DOT_ID.fullmatch(columns[0]):  # an empty node
             continue
         if not line.startswith("#") and ID_SINGLE.fullmatch(columns[0]):  # a word line, not a range
+            for column, name in TAG_COLUMNS.items():  # the model's tags replace the input's, where it gives them
+                if parse is not None and name in parse:
+                    columns[column] = parse[name][word]
             columns[6:9] = (str(heads[word]), deprels[word], "_") if parse is not None else ("_", "_", "_")
             word += 1
             line = "\t".join(columns)
@@ -213,10 +221,10 @@ def parse_to_conllu(
     parse: dict, sent_id: str | int | None = None, text: str | None = None, newpar: bool = False
 ) -> str:
     """One CoNLL-U sentence block (ending in a blank line) of a parse with `words` and `heads` (1-based, 0 = root),
-    and `deprels` or `upos` where it has them. A parse without labels gets `root` for its root word and `dep` (UD's
-    unspecified dependency) for the others; columns the parse does not give are `_`. A parse of raw text (with the
-    words' character `offsets`) marks each word that the next one follows without a space `SpaceAfter=No`, as UD
-    does; `newpar` starts a paragraph (`# newpar`, e.g. the first sentence of an input line)."""
+    and `deprels`, `upos`, `xpos` or `feats` where it has them. A parse without labels gets `root` for its root
+    word and `dep` (UD's unspecified dependency) for the others; columns the parse does not give are `_`. A parse of
+    raw text (with the words' character `offsets`) marks each word that the next one follows without a space
+    `SpaceAfter=No`, as UD does; `newpar` starts a paragraph (`# newpar`, e.g. the first sentence of an input line)."""
     from conllu.models import Metadata, Token, TokenList
 
     words, heads = parse["words"], parse.get("heads")
@@ -226,6 +234,7 @@ def parse_to_conllu(
         raise ValueError(f"{len(words)} words but {len(heads)} heads")
     deprels = parse.get("deprels") or ["root" if head == 0 else "dep" for head in heads]
     upos = parse.get("upos") or [None] * len(words)
+    xpos, feats = parse.get("xpos") or [None] * len(words), parse.get("feats") or [None] * len(words)
     offsets = parse.get("offsets")
     misc: list[dict[str, str] | None] = [None] * len(words)
     if offsets:
@@ -238,14 +247,16 @@ def parse_to_conllu(
             form=word,
             lemma=None,
             upos=tag,
-            xpos=None,
-            feats=None,
+            xpos=word_xpos,
+            feats=None if word_feats in (None, "_") else word_feats,
             head=head,
             deprel=deprel,
             deps=None,
             misc=extra,
         )
-        for i, (word, tag, head, deprel, extra) in enumerate(zip(words, upos, heads, deprels, misc), start=1)
+        for i, (word, tag, word_xpos, word_feats, head, deprel, extra) in enumerate(
+            zip(words, upos, xpos, feats, heads, deprels, misc), start=1
+        )
     ]
     metadata = {"newpar": None} if newpar else {}
     return TokenList(tokens, metadata=Metadata({**metadata, **_metadata(sent_id, text)})).serialize()
