@@ -26,12 +26,12 @@ import hf_structure  # noqa: F401  (registers the models)
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.data.treebanks import read_treebank
 from hf_structure.hub import TRAINING_RECORD
-from hf_structure.pipelines.parser import Parser
+from hf_structure.pipelines.parser import Parser, ParseResult
 
 RECORDS = (TRAINING_RECORD, "trainer_state.json", "train_results.json")
 
 
-def changed_parses(reference: list[dict], parses: list[dict]) -> dict:
+def changed_parses(reference: list[ParseResult], parses: list[ParseResult]) -> dict:
     """How many parses differ from the reference in their structures (the raw scores change with any rounding)."""
 
     def changed(*keys):
@@ -40,7 +40,7 @@ def changed_parses(reference: list[dict], parses: list[dict]) -> dict:
     return {"parses": changed("spans", "heads"), "spans": changed("spans"), "heads": changed("heads")}
 
 
-def rounded_parses(model, tokenizer, words, batch_size, in_half) -> list[dict]:
+def rounded_parses(model, tokenizer, words, batch_size, in_half) -> list[ParseResult]:
     """Parses of `model` with the parameters `in_half` selects rounded to float16 (restored afterwards)."""
     saved = {name: p.detach().clone() for name, p in model.named_parameters() if in_half(name)}
     with torch.no_grad():

@@ -383,7 +383,7 @@ def tie_break_scores(length: int, tie_break: str, generator: torch.Generator | N
 
 
 def average_trees(
-    trees: Sequence[Sequence[Sequence[tuple[int, int]]]],
+    trees: Sequence[Sequence[Sequence[Sequence[int]]]],
     lengths: Sequence[int],
     tie_break: str = "right",
     seed: int = 0,
@@ -392,8 +392,9 @@ def average_trees(
     """Tree averaging (Shayegh et al., ICLR 2024, "AvgTree"): per sentence, the binary tree holding the most votes
     of several teachers' trees, a vote being one teacher's span; by CKY over the vote counts, batched.
 
-    `trees[t][b]` is teacher t's tree of sentence b as its spans (any that are not of two or more words are
-    ignored, so trees from `parse` and from `distances_to_spans` both do); a teacher's tree need not be binary.
+    `trees[t][b]` is teacher t's tree of sentence b as its spans, `(start, end)` pairs as tuples or as the lists a
+    parse holds (any that are not of two or more words are ignored, so trees from `parse` and from
+    `distances_to_spans` both do); a teacher's tree need not be binary.
     Returns each sentence's tree as `cky` does (spans of two or more words, pre-order). A binary tree is the only
     one holding all its spans, so one binary teacher's tree comes back unchanged.
 
