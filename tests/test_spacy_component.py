@@ -305,6 +305,16 @@ def test_quantize_int8_parses_in_int8_and_saves_the_model_as_stored(tiny_folder,
     assert [parsed(doc) for doc in loaded.pipe(TEXTS)] == before
 
 
+def test_quantize_int8_of_a_model_without_int8_modules_is_refused_as_the_pipeline_refuses_it(tiny_folder):
+    from hf_structure.pipelines.quantization import QuantizationError
+    from tests.pipelines.test_quantization import REFUSAL
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder("structformer"), "quantize": "int8"})
+    with pytest.raises(QuantizationError, match=f"^quantize='int8': {REFUSAL}$"):
+        nlp("The old man sat on the bench.")
+
+
 def test_a_refused_sentence_goes_to_the_error_handler_and_costs_that_sentence_alone(tmp_path_factory):
     """By default the refusal is raised, naming the doc and the sentence; with `nlp.set_error_handler`, the
     handler gets it and the doc comes back with its other sentence parsed and the refused one unparsed."""

@@ -372,7 +372,7 @@ def _ensemble(pipelines: list, args):
     from ..pipelines.ensemble import EnsembleParser
 
     if args.quantize:
-        raise fail("parse", "--quantize is for one model; an ensemble parses in its models' own precision")
+        raise fail("parse", "--quantize is for one model: parse an ensemble without it")
     try:
         return EnsembleParser(pipelines, args.trees or [], args.tie_break, args.seed)
     except TreesFileError as error:
