@@ -1,5 +1,5 @@
 """The `hf-structure` command: `parse` text into trees, `evaluate` parsers on a gold treebank, list the bundled
-`models`, try them in a browser (`demo`), train, export and push them.
+`models`, try them in a browser (`demo`), package them for spaCy (`package-spacy`), train, export and push them.
 
 Works with any model of the package (it goes through the pipeline and the parsing contract only). One module per
 command (`parse`, `evaluate`, `models`; training and publishing in `train_publish`), each adding its
@@ -14,10 +14,10 @@ import sys
 
 from ..bundled import quiet_weight_files
 from ..version import __version__
-from . import demo, evaluate, models, parse
+from . import demo, evaluate, models, package_spacy, parse
 from .train_publish import TRAINING_COMMANDS, add_train_publish_commands, train
 
-COMMANDS = (parse, evaluate, models, demo)
+COMMANDS = (parse, evaluate, models, demo, package_spacy)
 
 
 def build_parser() -> argparse.ArgumentParser:
