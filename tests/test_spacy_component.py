@@ -16,6 +16,7 @@ import srsly  # noqa: E402  (spaCy's)
 import torch  # noqa: E402
 from transformers import pipeline  # noqa: E402
 
+from hf_structure.pipelines.batched_parsing import is_punctuation  # noqa: E402
 from tests.helpers.tiny_models import declared_tiny_models, save_declared_tiny_model  # noqa: E402
 
 TEXT = "The old man sat on the bench.  A dog ran and tired. The man sat"
@@ -69,7 +70,11 @@ def test_each_kind_of_model_sets_what_its_parses_give(name, tiny_folder):
             assert [token.head.i - sentence.start if token.head != token else -1 for token in words] == [
                 head - 1 for head in expected["heads"]
             ]
-            labels = expected.get("deprels") or ["dep"] * len(words)
+            # A model without labels: `dep`, but `punct` for the punctuation it never saw (attached by rule).
+            unseen = parser.model.config.punctuation_policy == "reattach"
+            labels = expected.get("deprels") or [
+                "punct" if unseen and is_punctuation(word) else "dep" for word in expected["words"]
+            ]
             assert [token.dep_ for token in words] == [
                 "ROOT" if head == 0 else label for head, label in zip(expected["heads"], labels)
             ]
@@ -270,6 +275,34 @@ def test_displacy_and_the_scorer_read_the_parse():
     )
     scores = Scorer.score_deps([Example(doc, gold)], "dep")
     assert scores["dep_uas"] == scores["dep_las"] == 1.0
+
+
+def test_render_draws_arcs_where_the_doc_has_heads_and_constituents_where_it_has_none(tiny_folder):
+    """displaCy's default call draws arcs only: for a constituency model's doc (R2D2's) it warns W005 and draws
+    nothing, where `render` draws the constituents."""
+    import warnings
+
+    from hf_structure.spacy_component import render
+
+    for name, drawn in (("r2d2", 'class="spans"'), ("arc_hybrid", "<svg")):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("hf_structure", config={"model": tiny_folder(name)})
+        doc = nlp("the old man sat on the bench")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # W005, the warning of a drawing without arcs, fails the test
+            html = render(doc)
+        assert drawn in html and "bench" in html, name
+
+
+def test_a_model_without_labels_gives_dep_and_punct_to_the_punctuation_it_never_saw(tiny_folder):
+    """StructFormer's induced dependencies are unlabelled (its card): `dep`; the punctuation it never sees, which
+    the pipeline attaches by rule, `punct`."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("hf_structure", config={"model": tiny_folder("structformer")})
+    doc = nlp("the old man , a dog , sat on the bench .")
+    punctuation = {token.i for token in doc if token.text in {",", "."}}
+    assert {token.dep_ for token in doc if token.i in punctuation} == {"punct"}
+    assert {token.dep_ for token in doc if token.i not in punctuation} == {"dep", "ROOT"}
 
 
 def test_spacy_pipelines_without_the_component_do_not_import_hf_structure():
