@@ -162,7 +162,7 @@ class ModelSpec:
         return outputs  # (as parse_options)
 
 
-PARSE_OUTPUTS = ("spans", "heads", "deprels", "scores")
+PARSE_OUTPUTS = ("spans", "heads", "deprels", "upos", "xpos", "feats", "scores")
 
 
 def _check_parse_contract(model_type: str, model_class: type) -> None:

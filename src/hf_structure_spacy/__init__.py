@@ -13,7 +13,16 @@ from spacy.language import Language
 # (hf_structure.spacy_component's docstring).
 @Language.factory(
     "hf_structure",
-    assigns=["token.head", "token.dep", "token.is_sent_start", "doc.sents", "doc.spans"],
+    assigns=[
+        "token.head",
+        "token.dep",
+        "token.pos",
+        "token.tag",
+        "token.morph",
+        "token.is_sent_start",
+        "doc.sents",
+        "doc.spans",
+    ],
     default_config={
         "model": "structformer-ptb",
         "batch_size": 32,

@@ -107,6 +107,8 @@ def test_reading_skips_multiword_tokens_and_empty_nodes():
             "id": "a",
             "words": ["do", "n't", "go"],
             "upos": ["AUX", "PART", "VERB"],
+            "xpos": [None, None, None],
+            "feats": ["_", "_", "_"],
             "heads": [3, 3, 0],
             "deprels": ["aux", "advmod", "root"],
             "line": 1,

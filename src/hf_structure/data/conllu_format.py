@@ -23,9 +23,10 @@ UNIVERSAL_PUNCTUATION = frozenset({"PUNCT"})
 
 
 def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
-    """Sentences of CoNLL-U `text` as dicts with `words`, `upos`, `heads` (0 = root), `deprels`, `id` (`sent_id`
-    or index), `line` (where the sentence's block begins). Errors name `source` and the line: a row without 10
-    columns, a malformed row or a word without head the row's; heads that are no tree the sentence's first."""
+    """Sentences of CoNLL-U `text` as dicts with `words`, `upos`, `xpos` (None where `_`), `feats` (`feats_string`),
+    `heads` (0 = root), `deprels`, `id` (`sent_id` or index), `line` (where the sentence's block begins). Errors name
+    `source` and the line: a row without 10 columns, a malformed row or a word without head the row's; heads that are
+    no tree the sentence's first."""
     from conllu.models import Token
     from conllu.parser import DEFAULT_FIELDS, parse_comment_line, parse_line
 
@@ -73,12 +74,22 @@ def parse_conllu(text: str, source: str = "<text>") -> list[dict]:
                 "id": metadata.get("sent_id", str(len(sentences))),
                 "words": [token["form"] for _, token in tokens],
                 "upos": [token["upos"] for _, token in tokens],
+                "xpos": [token["xpos"] for _, token in tokens],
+                "feats": [feats_string(token["feats"]) for _, token in tokens],
                 "heads": heads,
                 "deprels": [token["deprel"] for _, token in tokens],
                 "line": block_line,
             }
         )
     return sentences
+
+
+def feats_string(feats: dict | None) -> str:
+    """A word's FEATS as CoNLL-U writes it, features in UD's order (by name, case-insensitive), `_` for none: the
+    one string a model's FEATS tagger predicts."""
+    if not feats:
+        return "_"
+    return "|".join(f"{name}={value}" for name, value in sorted(feats.items(), key=lambda item: item[0].lower()))
 
 
 def read_conllu(path: str | Path) -> list[dict]:

@@ -118,9 +118,23 @@ def score_all_words(gold: Sequence[dict], parses: Sequence[Mapping[str, Any]]) -
     return {"sentences": len(gold), **{key: round(100 * value, 2) for key, value in scores.items()}}
 
 
+def tag_accuracies(gold: Sequence[dict], parses: Sequence[Mapping[str, Any]]) -> dict:
+    """The percentage of words whose tag is the gold one, for each tag set (`upos`, `xpos`, `feats`) that every parse
+    holds (a model with taggers), over the words the gold tags in that set (`read_conllu` sentences)."""
+    scores = {}
+    for name in ("upos", "xpos", "feats"):
+        if not parses or not all(name in p for p in parses):
+            continue
+        pairs = [(tag, gold_tag) for p, g in zip(parses, gold) for tag, gold_tag in zip(p[name], g[name]) if gold_tag]
+        if pairs:
+            scores[name] = round(100 * sum(tag == gold_tag for tag, gold_tag in pairs) / len(pairs), 2)
+    return scores
+
+
 ALL_WORDS_SCORING = (
     "uas/las/uuas: every word, punctuation included, labels compared on their universal part (the CoNLL 2018 "
-    "convention); *_no_punct: PUNCT words removed and heads on them walked up (the unsupervised parsers' convention)"
+    "convention); *_no_punct: PUNCT words removed and heads on them walked up (the unsupervised parsers' convention); "
+    "upos/xpos/feats (a model with taggers): the words whose tag is the gold one"
 )
 
 
@@ -151,6 +165,7 @@ def _every_word_evaluation(parser: Parser, gold: "GoldTreebank", parsing: dict) 
         )
         scores.update({f"{key}_no_punct": round(100 * value, 2) for key, value in no_punct.items()})
     scores["sentences_per_second"] = round(len(sentences) / seconds, 1)
+    scores.update(tag_accuracies(sentences, parses))
     for name, options in reported_options(parser.model).items():
         alternative = score_all_words(
             sentences, parser.parse_words([s["words"] for s in sentences], **parsing, **options)

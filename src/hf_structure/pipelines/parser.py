@@ -96,8 +96,9 @@ class ParsingModel(Protocol):
 
 class ParseResult(TypedDict, total=False):
     """One sentence's result: its `words` (with `offsets` and the sentence's `text` for raw text), and what the
-    model gives of `tree` and `spans` (constituents), `heads` and `deprels` (dependencies) and `scores`; or, for a
-    sentence recorded under `on_error="record"`, its `error` instead of any structure."""
+    model gives of `tree` and `spans` (constituents), `heads` and `deprels` (dependencies), `upos`, `xpos` and
+    `feats` (word tags: a model with taggers) and `scores`; or, for a sentence recorded under `on_error="record"`,
+    its `error` instead of any structure."""
 
     words: list[str]
     offsets: list[list[int]]
@@ -106,9 +107,16 @@ class ParseResult(TypedDict, total=False):
     spans: list[list[int]]
     heads: list[int]
     deprels: list[str]
+    upos: list[str]
+    xpos: list[str]
+    feats: list[str]
     scores: Any
     error: str
 
+
+# The word tags a parse can hold (a model with taggers), and each one's tag of a word the model did not see
+# (punctuation): UD's punctuation class, and CoNLL-U's empty column where the tag depends on the mark.
+UNSEEN_WORD_TAGS = {"upos": "PUNCT", "xpos": "_", "feats": "_"}
 
 # The structures a parse can hold, and the keys of a model's parse that carry each (the first always).
 STRUCTURES = {"constituency": ("spans",), "dependency": ("heads", "deprels")}
@@ -419,6 +427,12 @@ class Parser:
                 for seen_index, deprel in enumerate(parse["deprels"]):
                     deprels[position[seen_index]] = deprel
                 result["deprels"] = deprels
+        for name, unseen in UNSEEN_WORD_TAGS.items():
+            if name in parse:
+                tags = [unseen] * len(words)
+                for seen_index, tag in enumerate(parse[name]):
+                    tags[position[seen_index]] = tag
+                result[name] = tags  # type: ignore[literal-required]
         if return_scores and "scores" in parse:
             result["scores"] = parse["scores"]
         return result

@@ -58,6 +58,8 @@ class StructureConfig(PreTrainedConfig):
 
 
 HEAD_DECODINGS = ("derivation", "eisner")
+# The word tags a model may predict besides the parse (`tag_labels`), as CoNLL-U names its columns.
+TAG_SETS = ("upos", "xpos", "feats")
 
 
 class ArcHybridConfig(StructureConfig):
@@ -86,6 +88,11 @@ class ArcHybridConfig(StructureConfig):
         deprels: the dependency labels the parser predicts, in id order.
         encoder_init: where the encoder's initial weights came from (a record; not read when loading).
         punctuation_policy: `"keep"`: the parser sees every word, punctuation included.
+        tag_labels: the word tags the model predicts besides the parse, by tag set (`"upos"`, `"xpos"`, `"feats"`:
+            CoNLL-U's columns, a word's whole FEATS string one tag), each a list of tags in id order; default none.
+            Each set is a tagger over the encoded words that no parse reads, trained after the parser with
+            everything else frozen, so that a model parses the same with or without them.
+        tagger_size: the taggers' hidden width.
     """
 
     model_type = "arc_hybrid"
@@ -112,9 +119,14 @@ class ArcHybridConfig(StructureConfig):
         deprels=("dep",),
         encoder_init=None,
         punctuation_policy="keep",
+        tag_labels=None,
+        tagger_size=256,
         **kwargs,
     ):
         encoder_config = nested_encoder_config(encoder_config, kwargs)
+        unknown_tag_sets = set(tag_labels or ()) - set(TAG_SETS)
+        if unknown_tag_sets:
+            raise ValueError(f"tag_labels: unknown tag sets {sorted(unknown_tag_sets)}; the sets are {TAG_SETS}")
         if encoder_type not in ("bert", "bilstm"):
             raise ValueError(f"encoder_type must be 'bert' or 'bilstm', got {encoder_type!r}")
         if head_decoding not in HEAD_DECODINGS:
@@ -138,6 +150,8 @@ class ArcHybridConfig(StructureConfig):
         self.head_decoding = head_decoding
         self.deprels = list(deprels)
         self.encoder_init = encoder_init
+        self.tag_labels = {name: list(tags) for name, tags in (tag_labels or {}).items()}
+        self.tagger_size = tagger_size
         super().__init__(punctuation_policy=punctuation_policy, **kwargs)
 
     @property

@@ -87,6 +87,11 @@ def _projection(size_in: int, size_out: int, dropout: float) -> nn.Sequential:
     return nn.Sequential(nn.Linear(size_in, size_out), nn.LeakyReLU(0.1), nn.Dropout(dropout))
 
 
+def _tagger(size_in: int, hidden: int, tags: int) -> nn.Sequential:
+    """A word tagger's MLP. Without dropout: it is trained over frozen word vectors, on which training drops."""
+    return nn.Sequential(nn.Linear(size_in, hidden), nn.LeakyReLU(0.1), nn.Linear(hidden, tags))
+
+
 class ArcHybridPreTrainedModel(PreTrainedModel):
     config_class = ArcHybridConfig
     config: ArcHybridConfig
@@ -157,6 +162,12 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         self.matching_stack_size_embeddings = nn.Embedding(config.stack_buckets, config.step_size)
         self.matching_front = _projection(width, config.step_size, dropout)
         self.matching_scorer = ArcHybridBiaffine(config.step_size)
+        if config.tag_labels:
+            self.taggers = nn.ModuleDict(
+                {name: _tagger(width, config.tagger_size, len(tags)) for name, tags in config.tag_labels.items()}
+            )
+            # This model's parses hold its tags too (the class declares what every arc-hybrid model's parse holds).
+            self.parse_outputs = (*type(self).parse_outputs, *config.tag_labels)
         self.post_init()
 
     @property
@@ -213,6 +224,16 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         return pieces
 
     parse_group_size = 8  # sentences; on one CPU thread smaller groups pay more per call than they save in pads
+
+    def tagging_states(self, input_ids, attention_mask, first_pieces, lengths) -> torch.Tensor:
+        """`(B, P, d)` what the taggers read: the encoded words at positions 1..n (`encode_words`)."""
+        return self.encode_words(input_ids, attention_mask, first_pieces, lengths)
+
+    def tag_ids(self, states: torch.Tensor) -> dict[str, list[list[int]]]:
+        """Each tag set's best tag id at every position of `states` (`tagging_states`), by tag set."""
+        if not self.config.tag_labels:
+            return {}
+        return {name: tagger(states).argmax(-1).tolist() for name, tagger in self.taggers.items()}
 
     def arc_log_probs(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """`(B, P, P)` `[b, h, d]` log p(h | d), normalised over the heads 0..n, h != d."""
@@ -347,29 +368,38 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
 
         `head_decoding`: `"derivation"` (the stack-size DP) or `"eisner"` (over the arc scores alone); default
         `config.head_decoding`. Returns one dict per sentence: `words`, `heads` (1-based, 0 = root; a projective tree
-        with one root, by construction) and `deprels`. Raises ValueError naming the sentence when one has no word or
-        more word pieces than the encoder's positions.
+        with one root, by construction), `deprels` and each tag set of `config.tag_labels` (`upos` ...). Raises
+        ValueError naming the sentence when one has no word or more word pieces than the encoder's positions.
         """
         decoding = head_decoding or self.config.head_decoding
         if decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
         inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
         heads, label_ids = [], []
+        tag_ids: dict[str, list[list[int]]] = {name: [] for name in self.config.tag_labels}
         for chunk in consecutive_chunks(inputs["lengths"].tolist(), PARSE_CHART_POSITIONS):
-            chunk_heads, chunk_labels = self._decode(rows_of(inputs, chunk), decoding)
+            chunk_heads, chunk_labels, chunk_tags = self._decode(rows_of(inputs, chunk), decoding)
             heads += chunk_heads
             label_ids += chunk_labels
+            for name, ids in chunk_tags.items():
+                tag_ids[name] += ids
         return [
             {
                 "words": list(words_of),
                 "heads": heads[b][1 : len(words_of) + 1],
                 "deprels": [self.config.deprels[label] for label in label_ids[b][1 : len(words_of) + 1]],
+                **{
+                    name: [self.config.tag_labels[name][tag] for tag in ids[b][1 : len(words_of) + 1]]
+                    for name, ids in tag_ids.items()
+                },
             }
             for b, words_of in enumerate(sentences)
         ]
 
-    def _decode(self, inputs: dict, decoding: str) -> tuple[list[list[int]], list[list[int]]]:
-        """Heads and label ids (ROOT first) of a batch of encoded sentences."""
+    def _decode(
+        self, inputs: dict, decoding: str
+    ) -> tuple[list[list[int]], list[list[int]], dict[str, list[list[int]]]]:
+        """Heads, label ids and tag ids by tag set (ROOT first) of a batch of encoded sentences."""
         inputs = {key: value.to(self.device) for key, value in inputs.items()}
         lengths = inputs["lengths"]
         words = self.encode_words(**inputs)
@@ -387,7 +417,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             mask = (positions[None] >= 1) & (positions[None] <= lengths[:, None])
             heads = eisner(arc_log_probs.transpose(1, 2), mask, single_root=True)
         heads = heads.to(words.device)
-        return heads.tolist(), self.label_logits(words, heads).argmax(-1).tolist()
+        return heads.tolist(), self.label_logits(words, heads).argmax(-1).tolist(), self.tag_ids(words)
 
 
 def rows_of(inputs: dict, rows: range) -> dict:

@@ -33,6 +33,8 @@ from ...structs.arc_hybrid import stack_size_dp
 from ...structs.decoding import eisner
 
 HEAD_DECODINGS = ("derivation", "eisner")
+# The word tags a model may predict besides the parse (`tag_labels`), as CoNLL-U names its columns.
+TAG_SETS = ("upos", "xpos", "feats")
 # The most chart positions (sentences x P x P, P = longest sentence + 2) one parse call decodes at once: a full batch
 # of 32 sentences of up to 46 words. A batch holding longer sentences is parsed a few at a time, so that its charts
 # (B x Q x P x P) stay the size of an ordinary batch's and a long parse's memory does not jump with its longest one.
@@ -77,6 +79,11 @@ class ArcHybridConfig(StructureConfig):
         deprels: the dependency labels the parser predicts, in id order.
         encoder_init: where the encoder's initial weights came from (a record; not read when loading).
         punctuation_policy: `"keep"`: the parser sees every word, punctuation included.
+        tag_labels: the word tags the model predicts besides the parse, by tag set (`"upos"`, `"xpos"`, `"feats"`:
+            CoNLL-U's columns, a word's whole FEATS string one tag), each a list of tags in id order; default none.
+            Each set is a tagger over the encoded words that no parse reads, trained after the parser with
+            everything else frozen, so that a model parses the same with or without them.
+        tagger_size: the taggers' hidden width.
     """
 
     model_type = "arc_hybrid"
@@ -103,9 +110,14 @@ class ArcHybridConfig(StructureConfig):
         deprels=("dep",),
         encoder_init=None,
         punctuation_policy="keep",
+        tag_labels=None,
+        tagger_size=256,
         **kwargs,
     ):
         encoder_config = nested_encoder_config(encoder_config, kwargs)
+        unknown_tag_sets = set(tag_labels or ()) - set(TAG_SETS)
+        if unknown_tag_sets:
+            raise ValueError(f"tag_labels: unknown tag sets {sorted(unknown_tag_sets)}; the sets are {TAG_SETS}")
         if encoder_type not in ("bert", "bilstm"):
             raise ValueError(f"encoder_type must be 'bert' or 'bilstm', got {encoder_type!r}")
         if head_decoding not in HEAD_DECODINGS:
@@ -129,6 +141,8 @@ class ArcHybridConfig(StructureConfig):
         self.head_decoding = head_decoding
         self.deprels = list(deprels)
         self.encoder_init = encoder_init
+        self.tag_labels = {name: list(tags) for name, tags in (tag_labels or {}).items()}
+        self.tagger_size = tagger_size
         super().__init__(punctuation_policy=punctuation_policy, **kwargs)
 
     @property
@@ -174,6 +188,11 @@ class ArcHybridBiaffine(nn.Module):
 
 def _projection(size_in: int, size_out: int, dropout: float) -> nn.Sequential:
     return nn.Sequential(nn.Linear(size_in, size_out), nn.LeakyReLU(0.1), nn.Dropout(dropout))
+
+
+def _tagger(size_in: int, hidden: int, tags: int) -> nn.Sequential:
+    """A word tagger's MLP. Without dropout: it is trained over frozen word vectors, on which training drops."""
+    return nn.Sequential(nn.Linear(size_in, hidden), nn.LeakyReLU(0.1), nn.Linear(hidden, tags))
 
 
 class ArcHybridPreTrainedModel(PreTrainedModel):
@@ -246,6 +265,12 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         self.matching_stack_size_embeddings = nn.Embedding(config.stack_buckets, config.step_size)
         self.matching_front = _projection(width, config.step_size, dropout)
         self.matching_scorer = ArcHybridBiaffine(config.step_size)
+        if config.tag_labels:
+            self.taggers = nn.ModuleDict(
+                {name: _tagger(width, config.tagger_size, len(tags)) for name, tags in config.tag_labels.items()}
+            )
+            # This model's parses hold its tags too (the class declares what every arc-hybrid model's parse holds).
+            self.parse_outputs = (*type(self).parse_outputs, *config.tag_labels)
         self.post_init()
 
     @property
@@ -302,6 +327,16 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
         return pieces
 
     parse_group_size = 8  # sentences; on one CPU thread smaller groups pay more per call than they save in pads
+
+    def tagging_states(self, input_ids, attention_mask, first_pieces, lengths) -> torch.Tensor:
+        """`(B, P, d)` what the taggers read: the encoded words at positions 1..n (`encode_words`)."""
+        return self.encode_words(input_ids, attention_mask, first_pieces, lengths)
+
+    def tag_ids(self, states: torch.Tensor) -> dict[str, list[list[int]]]:
+        """Each tag set's best tag id at every position of `states` (`tagging_states`), by tag set."""
+        if not self.config.tag_labels:
+            return {}
+        return {name: tagger(states).argmax(-1).tolist() for name, tagger in self.taggers.items()}
 
     def arc_log_probs(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """`(B, P, P)` `[b, h, d]` log p(h | d), normalised over the heads 0..n, h != d."""
@@ -436,29 +471,38 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
 
         `head_decoding`: `"derivation"` (the stack-size DP) or `"eisner"` (over the arc scores alone); default
         `config.head_decoding`. Returns one dict per sentence: `words`, `heads` (1-based, 0 = root; a projective tree
-        with one root, by construction) and `deprels`. Raises ValueError naming the sentence when one has no word or
-        more word pieces than the encoder's positions.
+        with one root, by construction), `deprels` and each tag set of `config.tag_labels` (`upos` ...). Raises
+        ValueError naming the sentence when one has no word or more word pieces than the encoder's positions.
         """
         decoding = head_decoding or self.config.head_decoding
         if decoding not in HEAD_DECODINGS:
             raise ValueError(f"head_decoding must be one of {HEAD_DECODINGS}, got {decoding!r}")
         inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
         heads, label_ids = [], []
+        tag_ids: dict[str, list[list[int]]] = {name: [] for name in self.config.tag_labels}
         for chunk in consecutive_chunks(inputs["lengths"].tolist(), PARSE_CHART_POSITIONS):
-            chunk_heads, chunk_labels = self._decode(rows_of(inputs, chunk), decoding)
+            chunk_heads, chunk_labels, chunk_tags = self._decode(rows_of(inputs, chunk), decoding)
             heads += chunk_heads
             label_ids += chunk_labels
+            for name, ids in chunk_tags.items():
+                tag_ids[name] += ids
         return [
             {
                 "words": list(words_of),
                 "heads": heads[b][1 : len(words_of) + 1],
                 "deprels": [self.config.deprels[label] for label in label_ids[b][1 : len(words_of) + 1]],
+                **{
+                    name: [self.config.tag_labels[name][tag] for tag in ids[b][1 : len(words_of) + 1]]
+                    for name, ids in tag_ids.items()
+                },
             }
             for b, words_of in enumerate(sentences)
         ]
 
-    def _decode(self, inputs: dict, decoding: str) -> tuple[list[list[int]], list[list[int]]]:
-        """Heads and label ids (ROOT first) of a batch of encoded sentences."""
+    def _decode(
+        self, inputs: dict, decoding: str
+    ) -> tuple[list[list[int]], list[list[int]], dict[str, list[list[int]]]]:
+        """Heads, label ids and tag ids by tag set (ROOT first) of a batch of encoded sentences."""
         inputs = {key: value.to(self.device) for key, value in inputs.items()}
         lengths = inputs["lengths"]
         words = self.encode_words(**inputs)
@@ -476,7 +520,7 @@ class ArcHybridForParsing(ArcHybridPreTrainedModel):
             mask = (positions[None] >= 1) & (positions[None] <= lengths[:, None])
             heads = eisner(arc_log_probs.transpose(1, 2), mask, single_root=True)
         heads = heads.to(words.device)
-        return heads.tolist(), self.label_logits(words, heads).argmax(-1).tolist()
+        return heads.tolist(), self.label_logits(words, heads).argmax(-1).tolist(), self.tag_ids(words)
 
 
 def rows_of(inputs: dict, rows: range) -> dict:

@@ -57,6 +57,10 @@ class StructureConfig(PreTrainedConfig):
         return super().from_dict(config_dict, **kwargs)
 
 
+# The word tags a model may predict besides the parse (`tag_labels`), as CoNLL-U names its columns.
+TAG_SETS = ("upos", "xpos", "feats")
+
+
 class G2GTrConfig(StructureConfig):
     r"""Configuration of a Graph-to-Graph Transformer dependency parser (Mohammadshahi & Henderson, 2020), in its
     Sentence Transformer form: a BERT-type encoder reads the sentence's word pieces, the partial dependency graph
@@ -74,6 +78,12 @@ class G2GTrConfig(StructureConfig):
         classifier_dropout: dropout in both MLPs.
         encoder_init: where the encoder's initial weights came from (a record; not read when loading).
         punctuation_policy: `"keep"`: the parser sees every word, punctuation included.
+        tag_labels: the word tags the model predicts besides the parse, by tag set (`"upos"`, `"xpos"`, `"feats"`:
+            CoNLL-U's columns, a word's whole FEATS string one tag), each a list of tags in id order; default none.
+            Each set is a tagger over the first pieces' states below the graph layers, which no parse reads,
+            trained after the parser with everything else frozen, so that a model parses the same with or without
+            them.
+        tagger_size: the taggers' hidden width.
     """
 
     model_type = "g2gtr"
@@ -95,9 +105,14 @@ class G2GTrConfig(StructureConfig):
         classifier_dropout=0.33,
         encoder_init=None,
         punctuation_policy="keep",
+        tag_labels=None,
+        tagger_size=256,
         **kwargs,
     ):
         encoder_config = nested_encoder_config(encoder_config, kwargs)
+        unknown_tag_sets = set(tag_labels or ()) - set(TAG_SETS)
+        if unknown_tag_sets:
+            raise ValueError(f"tag_labels: unknown tag sets {sorted(unknown_tag_sets)}; the sets are {TAG_SETS}")
         layers = encoder_config.num_hidden_layers
         graph_layers = layers if graph_layers is None else graph_layers
         if not 0 <= graph_layers <= layers:
@@ -113,6 +128,8 @@ class G2GTrConfig(StructureConfig):
         self.label_hidden_size = label_hidden_size
         self.classifier_dropout = classifier_dropout
         self.encoder_init = encoder_init
+        self.tag_labels = {name: list(tags) for name, tags in (tag_labels or {}).items()}
+        self.tagger_size = tagger_size
         super().__init__(punctuation_policy=punctuation_policy, **kwargs)
 
 

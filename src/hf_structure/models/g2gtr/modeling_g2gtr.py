@@ -214,6 +214,18 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             nn.Dropout(dropout),
             nn.Linear(config.label_hidden_size, 2 * len(config.deprels)),
         )
+        if config.tag_labels:
+            # Without dropout: a tagger is trained over frozen word vectors, on which training drops.
+            self.taggers = nn.ModuleDict(
+                {
+                    name: nn.Sequential(
+                        nn.Linear(d, config.tagger_size), nn.LeakyReLU(0.1), nn.Linear(config.tagger_size, len(tags))
+                    )
+                    for name, tags in config.tag_labels.items()
+                }
+            )
+            # This model's parses hold its tags too (the class declares what every G2GTr model's parse holds).
+            self.parse_outputs = (*type(self).parse_outputs, *config.tag_labels)
         self.post_init()
 
     @staticmethod
@@ -232,6 +244,21 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         for layer in self.layers[: self.first_graph_layer]:
             hidden = layer(hidden, mask_bias, real=real)
         return hidden
+
+    def tagging_states(self, input_ids, attention_mask, first_pieces, lengths=None) -> torch.Tensor:
+        """`(B, P, d)` what the taggers read: the states below the graph layers (`encode_sentences`) at ROOT and
+        each word's first piece (`first_pieces` `(B, P)`). `lengths` is unused: `encode_word_pieces` gives it."""
+        return self.word_states(self.encode_sentences(input_ids, attention_mask), first_pieces)
+
+    @staticmethod
+    def word_states(sentence_states: torch.Tensor, first_pieces: torch.Tensor) -> torch.Tensor:
+        return sentence_states.gather(1, first_pieces[..., None].expand(-1, -1, sentence_states.size(-1)))
+
+    def tag_ids(self, states: torch.Tensor) -> dict[str, list[list[int]]]:
+        """Each tag set's best tag id at every position of `states` (`tagging_states`), by tag set."""
+        if not self.config.tag_labels:
+            return {}
+        return {name: tagger(states).argmax(-1).tolist() for name, tagger in self.taggers.items()}
 
     def encode_configurations(self, sentence_states, attention_mask, relations, token_labels):
         """The graph layers over each configuration (`relations` `(C, T, T)`, `token_labels` `(C, T)` with 0 for
@@ -314,7 +341,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         transition per step; illegal actions are never chosen, so the heads always form a tree. The graph layers
         run again for a sentence only after an arc (`G2GTrDecodingCache`).
 
-        Returns one dict per sentence: `words`, `heads` (1-based, 0 = root) and `deprels`. Raises ValueError naming
+        Returns one dict per sentence: `words`, `heads` (1-based, 0 = root), `deprels` and each tag set of
+        `config.tag_labels` (`upos` ...). Raises ValueError naming
         the sentence when one has no word or more word pieces than the encoder's positions.
         """
         inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
@@ -322,12 +350,9 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         device = self.device
         attention_mask = inputs["attention_mask"].to(device)
         relations = initial_piece_relations(first_pieces, inputs["lengths"].tolist(), inputs["attention_mask"])
-        cache = G2GTrDecodingCache(
-            self,
-            self.encode_sentences(inputs["input_ids"].to(device), attention_mask),
-            attention_mask,
-            relations.to(device),
-        )
+        sentence_states = self.encode_sentences(inputs["input_ids"].to(device), attention_mask)
+        tag_ids = self.tag_ids(self.word_states(sentence_states, inputs["first_pieces"].to(device)))
+        cache = G2GTrDecodingCache(self, sentence_states, attention_mask, relations.to(device))
         configurations = [SwapConfiguration(len(words)) for words in sentences]
         active = list(range(len(sentences)))  # the unfinished sentences, in the cache's order
         changed: list[int] = []  # the cache rows whose graph changed since their graph layers last ran
@@ -365,8 +390,12 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
                 "heads": configuration.heads[1:],
                 # Decoding labels every arc, and a finished configuration has each word's.
                 "deprels": [self.config.deprels[cast(int, label)] for label in configuration.labels[1:]],
+                **{
+                    name: [self.config.tag_labels[name][tag] for tag in ids[b][1 : len(words) + 1]]
+                    for name, ids in tag_ids.items()
+                },
             }
-            for words, configuration in zip(sentences, configurations)
+            for b, (words, configuration) in enumerate(zip(sentences, configurations))
         ]
 
 

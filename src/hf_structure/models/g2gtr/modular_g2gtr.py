@@ -34,6 +34,9 @@ from ...configuration_utils import StructureConfig, nested_encoder_config
 from ...data.tokenization import encode_word_pieces, word_piece_length_error
 from ...structs.transitions import LEFT_ARC, RIGHT_ARC, SwapConfiguration
 
+# The word tags a model may predict besides the parse (`tag_labels`), as CoNLL-U names its columns.
+TAG_SETS = ("upos", "xpos", "feats")
+
 
 class G2GTrConfig(StructureConfig):
     r"""Configuration of a Graph-to-Graph Transformer dependency parser (Mohammadshahi & Henderson, 2020), in its
@@ -52,6 +55,12 @@ class G2GTrConfig(StructureConfig):
         classifier_dropout: dropout in both MLPs.
         encoder_init: where the encoder's initial weights came from (a record; not read when loading).
         punctuation_policy: `"keep"`: the parser sees every word, punctuation included.
+        tag_labels: the word tags the model predicts besides the parse, by tag set (`"upos"`, `"xpos"`, `"feats"`:
+            CoNLL-U's columns, a word's whole FEATS string one tag), each a list of tags in id order; default none.
+            Each set is a tagger over the first pieces' states below the graph layers, which no parse reads,
+            trained after the parser with everything else frozen, so that a model parses the same with or without
+            them.
+        tagger_size: the taggers' hidden width.
     """
 
     model_type = "g2gtr"
@@ -73,9 +82,14 @@ class G2GTrConfig(StructureConfig):
         classifier_dropout=0.33,
         encoder_init=None,
         punctuation_policy="keep",
+        tag_labels=None,
+        tagger_size=256,
         **kwargs,
     ):
         encoder_config = nested_encoder_config(encoder_config, kwargs)
+        unknown_tag_sets = set(tag_labels or ()) - set(TAG_SETS)
+        if unknown_tag_sets:
+            raise ValueError(f"tag_labels: unknown tag sets {sorted(unknown_tag_sets)}; the sets are {TAG_SETS}")
         layers = encoder_config.num_hidden_layers
         graph_layers = layers if graph_layers is None else graph_layers
         if not 0 <= graph_layers <= layers:
@@ -91,6 +105,8 @@ class G2GTrConfig(StructureConfig):
         self.label_hidden_size = label_hidden_size
         self.classifier_dropout = classifier_dropout
         self.encoder_init = encoder_init
+        self.tag_labels = {name: list(tags) for name, tags in (tag_labels or {}).items()}
+        self.tagger_size = tagger_size
         super().__init__(punctuation_policy=punctuation_policy, **kwargs)
 
 
@@ -275,6 +291,18 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
             nn.Dropout(dropout),
             nn.Linear(config.label_hidden_size, 2 * len(config.deprels)),
         )
+        if config.tag_labels:
+            # Without dropout: a tagger is trained over frozen word vectors, on which training drops.
+            self.taggers = nn.ModuleDict(
+                {
+                    name: nn.Sequential(
+                        nn.Linear(d, config.tagger_size), nn.LeakyReLU(0.1), nn.Linear(config.tagger_size, len(tags))
+                    )
+                    for name, tags in config.tag_labels.items()
+                }
+            )
+            # This model's parses hold its tags too (the class declares what every G2GTr model's parse holds).
+            self.parse_outputs = (*type(self).parse_outputs, *config.tag_labels)
         self.post_init()
 
     @staticmethod
@@ -293,6 +321,21 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         for layer in self.layers[: self.first_graph_layer]:
             hidden = layer(hidden, mask_bias, real=real)
         return hidden
+
+    def tagging_states(self, input_ids, attention_mask, first_pieces, lengths=None) -> torch.Tensor:
+        """`(B, P, d)` what the taggers read: the states below the graph layers (`encode_sentences`) at ROOT and
+        each word's first piece (`first_pieces` `(B, P)`). `lengths` is unused: `encode_word_pieces` gives it."""
+        return self.word_states(self.encode_sentences(input_ids, attention_mask), first_pieces)
+
+    @staticmethod
+    def word_states(sentence_states: torch.Tensor, first_pieces: torch.Tensor) -> torch.Tensor:
+        return sentence_states.gather(1, first_pieces[..., None].expand(-1, -1, sentence_states.size(-1)))
+
+    def tag_ids(self, states: torch.Tensor) -> dict[str, list[list[int]]]:
+        """Each tag set's best tag id at every position of `states` (`tagging_states`), by tag set."""
+        if not self.config.tag_labels:
+            return {}
+        return {name: tagger(states).argmax(-1).tolist() for name, tagger in self.taggers.items()}
 
     def encode_configurations(self, sentence_states, attention_mask, relations, token_labels):
         """The graph layers over each configuration (`relations` `(C, T, T)`, `token_labels` `(C, T)` with 0 for
@@ -375,7 +418,8 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         transition per step; illegal actions are never chosen, so the heads always form a tree. The graph layers
         run again for a sentence only after an arc (`G2GTrDecodingCache`).
 
-        Returns one dict per sentence: `words`, `heads` (1-based, 0 = root) and `deprels`. Raises ValueError naming
+        Returns one dict per sentence: `words`, `heads` (1-based, 0 = root), `deprels` and each tag set of
+        `config.tag_labels` (`upos` ...). Raises ValueError naming
         the sentence when one has no word or more word pieces than the encoder's positions.
         """
         inputs = encode_word_pieces(sentences, tokenizer, self.config.encoder_config.max_position_embeddings)
@@ -383,12 +427,9 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
         device = self.device
         attention_mask = inputs["attention_mask"].to(device)
         relations = initial_piece_relations(first_pieces, inputs["lengths"].tolist(), inputs["attention_mask"])
-        cache = G2GTrDecodingCache(
-            self,
-            self.encode_sentences(inputs["input_ids"].to(device), attention_mask),
-            attention_mask,
-            relations.to(device),
-        )
+        sentence_states = self.encode_sentences(inputs["input_ids"].to(device), attention_mask)
+        tag_ids = self.tag_ids(self.word_states(sentence_states, inputs["first_pieces"].to(device)))
+        cache = G2GTrDecodingCache(self, sentence_states, attention_mask, relations.to(device))
         configurations = [SwapConfiguration(len(words)) for words in sentences]
         active = list(range(len(sentences)))  # the unfinished sentences, in the cache's order
         changed: list[int] = []  # the cache rows whose graph changed since their graph layers last ran
@@ -426,8 +467,12 @@ class G2GTrForParsing(G2GTrPreTrainedModel):
                 "heads": configuration.heads[1:],
                 # Decoding labels every arc, and a finished configuration has each word's.
                 "deprels": [self.config.deprels[cast(int, label)] for label in configuration.labels[1:]],
+                **{
+                    name: [self.config.tag_labels[name][tag] for tag in ids[b][1 : len(words) + 1]]
+                    for name, ids in tag_ids.items()
+                },
             }
-            for words, configuration in zip(sentences, configurations)
+            for b, (words, configuration) in enumerate(zip(sentences, configurations))
         ]
 
 
