@@ -11,12 +11,15 @@ parses spaCy's own tokens; sentences are those an earlier component set, else hf
 sets depends on what the model gives:
 
 - heads (StructFormer, G2GTr, arc-hybrid): `token.head` and `token.dep_` (the root's label is spaCy's `ROOT`; a model
-  without labels, StructFormer, gives `dep`); whitespace tokens are left out of the parse and hang on the word before
-  them, label `dep`. spaCy derives `doc.sents` from the trees, so displaCy and spaCy's scorer work unchanged.
+  without labels, StructFormer, gives `dep` to its induced arcs, which its card calls unlabelled, and `punct` to the
+  punctuation it never sees, which the pipeline attaches by rule); whitespace tokens are left out of the parse and
+  hang on the word before them, label `dep`. spaCy derives `doc.sents` from the trees, so displaCy and spaCy's
+  scorer work unchanged.
 - word tags (a dependency model with taggers, e.g. the bundled EWT parsers): `token.pos_` (UPOS), `token.tag_`
   (XPOS) and `token.morph` (FEATS); tags the model does not give are left as they were.
 - constituents (StructFormer, R2D2): `doc.spans[spans_key]` (default `"constituents"`), every constituent of two or
-  more words, with the label `X`. A model of heads only sets no span group.
+  more words, with the label `X`. A model of heads only sets no span group. displaCy's default call draws arcs only
+  (a doc without heads: warning W005 and nothing drawn); `render(doc)` draws the constituents where there are no arcs.
 - constituents only (R2D2): heads and labels are left unset (spaCy's default) and the sentences are marked
   (`token.is_sent_start`), unless an earlier component marked them.
 
@@ -49,7 +52,7 @@ from thinc.types import Ints2d
 
 from .bundled import load_model_and_tokenizer, quiet_weight_files, resolve_model_path
 from .pipelines import load_parser
-from .pipelines.batched_parsing import SentenceError
+from .pipelines.batched_parsing import SentenceError, is_punctuation
 from .pipelines.parser import accepted_options
 from .pipelines.unsupervised_parsing import UnsupervisedParsingPipeline
 from .pipelines.word_tokenization import sentence_offsets
@@ -176,6 +179,7 @@ class StructureParser:
 
     def _parse(self, docs: list[Doc]) -> list[Doc]:
         structures = accepted_options(self.parser.parser.model)["structures"]
+        reattaches = getattr(self.parser.parser.model.config, "punctuation_policy", "keep") == "reattach"
         # Per doc, per sentence: the indices of its word tokens (whitespace tokens are no words).
         spans_of_docs = [_sentences(doc) for doc in docs]
         sentences = [[[t.i for t in sentence if not t.is_space] for sentence in spans] for spans in spans_of_docs]
@@ -204,7 +208,11 @@ class StructureParser:
                     for index in indices:
                         deps[index] = ""
                     continue
-                labels = parse.get("deprels") or ["dep"] * len(indices)  # a model without labels: `dep`
+                # A model without labels (StructFormer: its induced dependencies are unlabelled) gives `dep`, and
+                # `punct` to the punctuation it never saw, which the pipeline attached by rule.
+                labels = parse.get("deprels") or [
+                    "punct" if reattaches and is_punctuation(word) else "dep" for word in parse["words"]
+                ]
                 for index, head, label in zip(indices, parse.get("heads", ()), labels):
                     heads[index] = index if head == 0 else indices[head - 1]
                     deps[index] = "ROOT" if head == 0 else label
@@ -261,3 +269,16 @@ def _set_heads(doc: Doc, heads: list[int], deps: list[str]) -> None:
     # spaCy stores a head as its offset from the token, in uint64 (a negative offset wraps around).
     array = numpy.stack([offsets.view("uint64"), numpy.array(labels, dtype="uint64")], axis=1)
     doc.from_array([HEAD, DEP], cast(Ints2d, array))
+
+
+def render(doc: Doc, spans_key: str = "constituents", **kwargs) -> str:
+    """displaCy's drawing of what the component set: the dependency arcs where the doc has heads, else the
+    constituents of `doc.spans[spans_key]` (displaCy's span style), which displaCy's default call does not draw (a
+    constituency model's doc, R2D2's: warning W005 and nothing drawn). `kwargs` go to `displacy.render` (`jupyter`,
+    `options`, ...); a `style` given there is drawn as asked."""
+    from spacy import displacy
+
+    if "style" in kwargs or doc.has_annotation("DEP") or spans_key not in doc.spans:
+        return displacy.render(doc, **kwargs)
+    options = {"spans_key": spans_key, **kwargs.pop("options", {})}
+    return displacy.render(doc, style="span", options=options, **kwargs)
