@@ -201,7 +201,6 @@ MODEL_SPEC = ModelSpec(
     parsing_class="AutoModel",
     card_metrics=ATTACHMENT,
     card_tags=("dependency-parsing",),
-    pipeline_tag="token-classification",
     training="hf_structure.models.toy.training_toy",
     tiny_models=(
         TinyModel(

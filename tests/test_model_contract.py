@@ -333,6 +333,22 @@ def test_each_tiny_model_exports_with_its_card_and_parses_the_same_without_hf_st
     assert parse_without_hf_structure(out, sentences, tmp_path, is_split_into_words=True) == expected
 
 
+@pytest.mark.parametrize("name", TINY_MODELS)
+def test_each_tiny_model_s_saved_folder_is_a_parsing_pipeline_without_hf_structure(name, tiny_folders, tmp_path):
+    """`model.save_pretrained` and the tokenizer's, no export: the folder holds the pipeline's code and its config.json
+    names it, so `pipeline(model=folder, trust_remote_code=True)` parses where hf_structure cannot be imported as the
+    installed pipeline does."""
+    from hf_structure.configuration_utils import PIPELINE_FILES
+    from hf_structure.pipelines import load_parser
+    from tests.helpers.remote_code import parse_without_hf_structure
+
+    folder = tiny_folders[name]
+    assert all((folder / file).is_file() for file in PIPELINE_FILES)
+    sentences = [WORDS, ["a", "dog", "ran"]]
+    expected = load_parser(str(folder))(sentences, is_split_into_words=True)
+    assert parse_without_hf_structure(folder, sentences, tmp_path, is_split_into_words=True) == expected
+
+
 @pytest.mark.parametrize("model_type", [model_type for model_type, spec in MODEL_SPECS.items() if spec.training])
 def test_each_model_type_s_training_recipe_is_one_a_training_entry_takes(model_type):
     from hf_structure.training import LanguageModelTraining, ParserTraining

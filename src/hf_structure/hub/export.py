@@ -14,19 +14,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..configuration_utils import PIPELINE_FILES, PIPELINE_TASK
 from ..file_modes import with_default_mode
 from .cards import card_eval_record, folder_model_spec, render_model_card
 from .records import EVAL_RECORD, TRAINING_RECORD, load_training_record, read_json, write_json
 from .space import SPACE_FILES, write_space_files
 
-TASK = "unsupervised-parsing"
-PIPELINE_FILES = (
-    "unsupervised_parsing.py",
-    "parser.py",
-    "batched_parsing.py",
-    "quantization.py",
-    "word_tokenization.py",
-)
+TASK = PIPELINE_TASK
 REQUIRED_FILES = (
     "config.json",
     "model.safetensors",

@@ -15,7 +15,6 @@ MODEL_SPEC = ModelSpec(
         "dynamic-programming",
         "universal-dependencies",
     ),
-    pipeline_tag="token-classification",
     datasets=("universal_dependencies",),
     training="hf_structure.models.arc_hybrid.training_arc_hybrid",
     tiny_models=(

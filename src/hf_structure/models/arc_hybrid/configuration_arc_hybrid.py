@@ -4,6 +4,10 @@
 # installed: each `# Copied from` block is a definition the source imports from hf_structure.
 """ArcHybridConfig: the configuration."""
 
+import importlib.util
+import os
+import shutil
+from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar
 
@@ -46,6 +50,25 @@ class StructureConfig(PreTrainedConfig):
             # demand trust_remote_code=True) is not announced.
             kwargs.pop("custom_pipelines")
         super().__init__(**kwargs)
+
+    def save_pretrained(self, save_directory: str | os.PathLike, push_to_hub: bool = False, **kwargs):
+        """As `PreTrainedConfig.save_pretrained` (which `model.save_pretrained` calls), and, where hf_structure is
+        installed, the folder is a parsing pipeline too: the pipeline's code files (`PIPELINE_FILES`) beside
+        config.json, whose `custom_pipelines` names the pipeline (the model's own code and `auto_map` are
+        transformers'). A `custom_pipelines` the config already holds (a pipeline's `save_pretrained` sets one) is
+        kept. Where hf_structure is not installed, the folder is saved as the config alone would be."""
+        code = installed_pipeline_folder()
+        if code is None or getattr(self, "custom_pipelines", None):
+            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
+        os.makedirs(save_directory, exist_ok=True)
+        for name in PIPELINE_FILES:
+            shutil.copyfile(code / name, Path(save_directory) / name)
+        # Written, not kept: with hf_structure imported, the config announces no custom pipeline (see __init__).
+        self.custom_pipelines = {PIPELINE_TASK: {"impl": PIPELINE_CLASS, "pt": ["AutoModel"], "type": "text"}}
+        try:
+            return super().save_pretrained(save_directory, push_to_hub, **kwargs)
+        finally:
+            del self.custom_pipelines
 
     @classmethod
     def from_dict(cls, config_dict: dict, **kwargs):
@@ -220,6 +243,38 @@ def mistyped_setting(config_dict: dict, config_class, prefix: str = "") -> str |
         if not valid:
             return f"{prefix}{name} must be {JSON_KINDS[expected]}, got {value!r}"
     return None
+
+
+# Copied from hf_structure.configuration_utils.PIPELINE_TASK
+# The parsing pipeline's task and code: the pipeline's module, then the modules it imports from its folder. Every saved
+# folder holds them beside the model's code, and its config.json's `custom_pipelines` names the pipeline, so that
+# `pipeline(model=folder, trust_remote_code=True)` parses where hf_structure is not installed.
+PIPELINE_TASK = "unsupervised-parsing"
+
+
+# Copied from hf_structure.configuration_utils.PIPELINE_CLASS
+PIPELINE_CLASS = "unsupervised_parsing.UnsupervisedParsingPipeline"
+
+
+# Copied from hf_structure.configuration_utils.PIPELINE_FILES
+PIPELINE_FILES = (
+    "unsupervised_parsing.py",
+    "parser.py",
+    "batched_parsing.py",
+    "quantization.py",
+    "word_tokenization.py",
+)
+
+
+# Copied from hf_structure.configuration_utils.installed_pipeline_folder
+def installed_pipeline_folder() -> Path | None:
+    """The folder of hf_structure's parsing pipeline code (`hf_structure/pipelines`), found without importing
+    hf_structure (this code also runs as a saved folder's remote code); None where hf_structure is not installed."""
+    spec = importlib.util.find_spec("hf_structure")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "pipelines"
+    return folder if all((folder / name).is_file() for name in PIPELINE_FILES) else None
 
 
 # Copied from hf_structure.configuration_utils._installed_pipeline_registered

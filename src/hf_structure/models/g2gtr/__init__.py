@@ -9,7 +9,6 @@ MODEL_SPEC = ModelSpec(
     parsing_class="AutoModel",
     card_metrics=ATTACHMENT,
     card_tags=("g2gtr", "dependency-parsing", "transition-based-parsing", "universal-dependencies"),
-    pipeline_tag="token-classification",
     datasets=("universal_dependencies",),
     training="hf_structure.models.g2gtr.training_g2gtr",
     tiny_models=(
