@@ -12,9 +12,11 @@ import argparse
 import os
 import sys
 
+from .. import register
 from ..bundled import quiet_weight_files
 from ..version import __version__
 from . import demo, evaluate, models, package_spacy, parse
+from .common import CommandParser
 from .train_publish import TRAINING_COMMANDS, add_train_publish_commands, train
 
 COMMANDS = (parse, evaluate, models, demo, package_spacy)
@@ -23,7 +25,7 @@ COMMANDS = (parse, evaluate, models, demo, package_spacy)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-structure", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for command in COMMANDS:
         command.add_command(commands)
     add_train_publish_commands(commands)
@@ -48,8 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     stdout = sys.stdout
     sys.stdout = _StandardOutput(stdout)
     try:
-        with quiet_weight_files():
-            _run_command(argv)
+        _run_command(argv)
         sys.stdout.flush()  # what is still buffered fails here, not in the interpreter's exit
     except KeyboardInterrupt:
         print(f"{name}: interrupted{INTERRUPTED.get(command or '', '')}", file=sys.stderr)
@@ -99,8 +100,14 @@ def _drop_standard_output(stdout) -> None:
 
 
 def _run_command(argv: list[str]) -> None:
+    """Run the command; the models register (torch) only once the arguments ask for more than `--version` or
+    `--help`, and transformers' weight-file bars are off while it runs."""
     if argv and argv[0] in TRAINING_COMMANDS:  # the training entry parses the rest, `--help` included
-        train(argv[0], argv[1:])
+        register()
+        with quiet_weight_files():
+            train(argv[0], argv[1:])
         return
-    args = build_parser().parse_args(argv)
-    args.run(args)
+    args = build_parser().parse_args(argv)  # `--version` and `--help` end here
+    register()
+    with quiet_weight_files():
+        args.run(args)

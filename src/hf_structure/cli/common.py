@@ -9,6 +9,36 @@ import sys
 from ..bundled import resolve_model_path
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A command's parser, some of whose options are added only when it parses or prints its help (`defer`): the
+    top-level `hf-structure --help` lists the commands without them. Options that the registered models declare, or
+    whose choices live beside torch code, are added so; the models are registered then (`hf_structure.register`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deferred: list = []
+
+    def defer(self, add_options) -> None:
+        """Call `add_options(self)` before this parser first parses or prints its help."""
+        self._deferred.append(add_options)
+
+    def _add_deferred(self) -> None:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._add_deferred()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._add_deferred()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._add_deferred()
+        return super().format_help()
+
+
 def fail(command: str, message: str) -> SystemExit:
     return SystemExit(f"hf-structure {command}: {message}")
 

@@ -7,17 +7,26 @@ import errno
 import socket
 import time
 
-from ..demo import CONCURRENCY, MAX_CHARACTERS, MAX_SENTENCE_WORDS, MAX_SENTENCES, MAX_WORDS, QUEUE_SIZE
 from .common import count_or_zero_argument, fail, load_or_fail, resolved_model_path
 
 
 def add_command(commands) -> None:
+    """The `demo` command; its description and options are added when it parses or prints its help (`add_options`)."""
     demo = commands.add_parser(
-        "demo",
-        help="serve a page to try the models in a browser, on localhost (needs hf_structure[demo])",
-        description="Serve a page to try the models in a browser. It parses a text of at most "
+        "demo", help="serve a page to try the models in a browser, on localhost (needs hf_structure[demo])"
+    )
+    demo.defer(add_options)
+
+
+def add_options(demo) -> None:
+    """The `demo` command's description, with the page's limits as its module declares them (it imports
+    transformers' config code, and so torch), and its options."""
+    from ..demo import CONCURRENCY, MAX_CHARACTERS, MAX_SENTENCE_WORDS, MAX_SENTENCES, MAX_WORDS, QUEUE_SIZE
+
+    demo.description = (
+        "Serve a page to try the models in a browser. It parses a text of at most "
         f"{MAX_CHARACTERS:,} characters, {MAX_SENTENCES} sentences and {MAX_WORDS} words ({MAX_SENTENCE_WORDS} to a "
-        f"sentence), {CONCURRENCY} requests at a time with {QUEUE_SIZE} more waiting, and refuses uploads.",
+        f"sentence), {CONCURRENCY} requests at a time with {QUEUE_SIZE} more waiting, and refuses uploads."
     )
     demo.add_argument(
         "--model",

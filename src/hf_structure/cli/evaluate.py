@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 from ..bundled import DEFAULT_MODEL
-from ..evaluation.baselines import BASELINES
 from ..extras import MissingExtraError
-from ..structs.decoding import TIE_BREAKS
 from .common import (
     QUANTIZATIONS,
     QUANTIZE_HELP,
@@ -29,7 +27,16 @@ from .common import (
 
 
 def add_command(commands) -> None:
+    """The `evaluate` command; its options are added when it parses or prints its help (`add_options`)."""
     evaluate = commands.add_parser("evaluate", help="score a model or a baseline on a gold treebank (one JSON line)")
+    evaluate.defer(add_options)
+
+
+def add_options(evaluate) -> None:
+    """The `evaluate` command's options, their choices as the torch code declares them."""
+    from ..evaluation.baselines import BASELINES
+    from ..structs.decoding import TIE_BREAKS
+
     evaluate.add_argument(
         "--treebank", required=True, help="folder with mrg/ and optionally dp/, or a .conllu file (dependencies only)"
     )
@@ -280,6 +287,7 @@ def _evaluate(args) -> None:
         scores.update(perplexities)
     print(json.dumps(scores), flush=True)
     if args.record:
+        from ..evaluation.baselines import BASELINES
         from ..hub.records import EVAL_RECORD, read_record, treebank_record_fields, write_eval_record
 
         try:

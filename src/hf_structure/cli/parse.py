@@ -13,8 +13,6 @@ import sys
 from collections.abc import Iterable
 
 from ..bundled import DEFAULT_MODEL
-from ..pipelines.word_tokenization import WORD_CONVENTIONS
-from ..structs.decoding import TIE_BREAKS
 from . import distributed
 from .common import (
     QUANTIZATIONS,
@@ -46,10 +44,19 @@ WINDOW_BATCHES = 4  # input is read and parsed this many batches at a time: memo
 
 
 def add_command(commands) -> None:
-    """The `parse` command and its options (the models' own options as the registered models declare them)."""
+    """The `parse` command; its options are added when it parses or prints its help (`add_options`)."""
     parse = commands.add_parser(
         "parse", help="parse text into sentences and trees (one JSON line per sentence, written as it goes)"
     )
+    parse.defer(add_options)
+
+
+def add_options(parse) -> None:
+    """The `parse` command's options: the models' own options as the registered models declare them (which registers
+    them), the choices of others as the torch code and the pipeline declare them."""
+    from ..pipelines.word_tokenization import WORD_CONVENTIONS
+    from ..structs.decoding import TIE_BREAKS
+
     parse.add_argument("text", nargs="*", help="sentences to parse, one per argument (quote each), or use --input")
     parse.add_argument(
         "--model",
@@ -381,8 +388,11 @@ def _ensemble(pipelines: list, args):
 
 def model_option_values() -> dict[str, dict[str, tuple]]:
     """Each keyword option of a registered model's `parse` (`head_decoding` ...), with the values each model type
-    takes; `structures` is the pipeline's (`--structures`)."""
+    takes; `structures` is the pipeline's (`--structures`). Registers the models first."""
+    from .. import register
     from ..registry import MODEL_SPECS
+
+    register()
 
     values: dict[str, dict[str, tuple]] = {}
     for spec in MODEL_SPECS.values():

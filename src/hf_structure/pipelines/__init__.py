@@ -10,9 +10,13 @@ folder) and loads without transformers' per-file progress bars."""
 from transformers import AutoModel
 from transformers.pipelines import PIPELINE_REGISTRY, pipeline
 
-from ..bundled import DEFAULT_MODEL, check_model_folder, quiet_weight_files, resolve_model_path, seed_hub_cache
-from .parser import Parser
-from .unsupervised_parsing import UnsupervisedParsingPipeline
+from .. import package_model_classes
+
+package_model_classes()  # the models registered first: the task's default model is one of them
+
+from ..bundled import DEFAULT_MODEL, check_model_folder, quiet_weight_files, resolve_model_path, seed_hub_cache  # noqa: E402
+from .parser import Parser  # noqa: E402
+from .unsupervised_parsing import UnsupervisedParsingPipeline  # noqa: E402
 
 TASK = "unsupervised-parsing"
 
