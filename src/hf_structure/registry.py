@@ -106,7 +106,9 @@ class ModelSpec:
         card_template: the model card template: a path relative to the folder of the module that defines
             `config_class` (by default `model_card.md` beside it), or an absolute path.
         card_metrics: the scores the card's table and model-index report, in order.
-        card_tags, pipeline_tag, datasets: model-card metadata.
+        card_tags, pipeline_tag, datasets: model-card metadata. `pipeline_tag` is a transformers task whose pipeline
+            loads one of `auto_classes` (e.g. `fill-mask` for a masked LM), or None where none does: no transformers
+            pipeline parses, so a parser's card names none rather than one that fails to load it.
         bundled: short names of checkpoints that ship with the package (folders in `hf_structure/checkpoints/`).
         perplexity: how `hf-structure evaluate --lm-text` scores the model as a language model, or None for a model
             that is not one: a function `(model, tokenizer, source, seed, paper_seeds) -> {key: value}` of the
