@@ -25,6 +25,7 @@ from tests.helpers.tiny_models import declared_tiny_models, save_declared_tiny_m
 
 # The browser's steps are those of the documentation's screenshot (scripts/demo_screenshot.py).
 _spec = importlib.util.spec_from_file_location("demo_screenshot", ROOT / "scripts" / "demo_screenshot.py")
+assert _spec is not None and _spec.loader is not None  # a .py file gets the source file loader
 browser_steps = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(browser_steps)
 
@@ -77,10 +78,15 @@ def test_what_cannot_be_parsed_is_one_line_and_the_rest_is_drawn(tiny_folders):
 
 def test_a_text_over_a_cap_is_one_line_and_nothing_is_parsed(tiny_folders, monkeypatch):
     pipeline = load_parser(tiny_folders["arc_hybrid"])
-    parsed = []
+    parsed: list[list[str]] = []
     parse = pipeline.model.parse
-    monkeypatch.setattr(pipeline.model, "parse", lambda sentences, *args, **kwargs: parsed.extend(sentences) or [])
-    refused = ("", [], "")
+
+    def recording_parse(sentences, *args, **kwargs):
+        parsed.extend(sentences)
+        return []
+
+    monkeypatch.setattr(pipeline.model, "parse", recording_parse)
+    refused: tuple = ("", [], "")
     assert page_parts(pipeline, "A dog ran. " * 100_000, {}) == (
         *refused,
         "The text has 1,100,000 characters; this page parses at most 2,000.",
@@ -114,6 +120,7 @@ def served(tiny_folders, tmp_path_factory):
     command += ["--model", tiny_folders["arc_hybrid"], "--model", tiny_folders["structformer"]]
     command += ["--model", str(tmp_path_factory.mktemp("not-a-model"))]  # loaded only when chosen
     server = subprocess.Popen(command, env=OFFLINE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert server.stdout is not None and server.stderr is not None  # both piped
     try:
         line = server.stdout.readline()
         url = re.match(r"hf-structure demo: serving (http://127\.0\.0\.1:\d+/) \(", line)
@@ -142,6 +149,7 @@ def space(tiny_folders, tmp_path_factory):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = serve_space_without_hf_structure(folder, workdir, port)
+    assert server.stdout is not None and server.stderr is not None  # both piped
     try:
         line = server.stdout.readline()
         url = re.match(r"arc-hybrid-tiny: serving (http://127\.0\.0\.1:\d+/)$", line.strip())
@@ -157,7 +165,7 @@ def test_an_exported_space_serves_the_page_without_hf_structure_as_the_package_d
 
     url, folder, title = space
     pipeline = load_parser(str(folder))  # the package's own classes, on the same weights
-    options = [MODEL_DEFAULT] * (1 + len(page_option_names([pipeline.model.parse_options])))
+    options = [MODEL_DEFAULT] * (1 + len(page_option_names([pipeline.parser.model.parse_options])))
     client = Client(url, verbose=False)
     message, pictures, table, text = client.predict(TEXT, title, *options, api_name="/parse")
     expected_pictures, expected_rows, expected_text, _ = page_parts(pipeline, TEXT, {})
@@ -181,7 +189,7 @@ def test_a_served_page_refuses_a_text_over_its_caps_and_uploads_and_still_answer
         model, options = tiny_folders["arc_hybrid"], parse_option_names()
     else:
         url, folder, model = request.getfixturevalue(server)  # the Space's one model, by its title
-        options = page_option_names([load_parser(str(folder)).model.parse_options])
+        options = page_option_names([load_parser(str(folder)).parser.model.parse_options])
     client = Client(url, verbose=False)
 
     def parse(text):

@@ -61,7 +61,7 @@ def test_each_kind_of_model_sets_what_its_parses_give(name, tiny_folder):
         "A dog ran and tired.",
         "The man sat",
     ]
-    parser = pipeline("unsupervised-parsing", model=tiny_folder(name))
+    parser = pipeline("unsupervised-parsing", model=tiny_folder(name))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     for sentence in doc.sents:
         words = [token for token in sentence if not token.is_space]
         expected = parser([token.text for token in words], is_split_into_words=True)
@@ -101,7 +101,7 @@ def test_pipe_equals_one_doc_at_a_time_and_earlier_sentences_are_kept(name, tiny
     nlp.add_pipe("hf_structure", config={"model": tiny_folder(name), "batch_size": 2})
     piped = [parsed(doc) for doc in nlp.pipe(TEXTS)]
     assert piped == [parsed(nlp(text)) for text in TEXTS]
-    constituents = [] if "spans" in gives(name) else None
+    constituents: list | None = [] if "spans" in gives(name) else None
     assert piped[-2] == ([(0, "ROOT" if "heads" in gives(name) else "", True)], constituents)  # "?"
     assert piped[-1] == ([], constituents)  # ""
     nlp = spacy.blank("en")
@@ -352,10 +352,9 @@ def test_a_refused_sentence_goes_to_the_error_handler_and_costs_that_sentence_al
     """By default the refusal is raised, naming the doc and the sentence; with `nlp.set_error_handler`, the
     handler gets it and the doc comes back with its other sentence parsed and the refused one unparsed."""
     from hf_structure import SentenceError
-    from tests.pipelines.test_batched_parsing import REFUSED
-    from tests.pipelines.test_batched_parsing import refusing as refusing_folder
+    from tests.helpers.refusing_parser import REFUSED, save_refusing_parser
 
-    folder = refusing_folder.__wrapped__(tmp_path_factory)
+    folder = save_refusing_parser(tmp_path_factory.mktemp("refusing"))
     nlp = spacy.blank("en")
     nlp.add_pipe("hf_structure", config={"model": str(folder)})
     text = f"the dog ran. the {REFUSED} sat."

@@ -203,11 +203,12 @@ def test_memory_stays_flat_on_a_stream_without_a_line_feed(model):
 
     def peak_mb(stream: bytes, status: int) -> tuple[float, str]:
         child = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert child.stdin and child.stdout
+        stdin = child.stdin
+        assert stdin and child.stdout
 
         def write():
-            child.stdin.write(stream)
-            child.stdin.close()
+            stdin.write(stream)
+            stdin.close()
 
         writer = threading.Thread(target=write)
         writer.start()
@@ -297,6 +298,7 @@ def test_ctrl_c_ends_parse_with_one_line_status_130_and_complete_results(model, 
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    assert child.stdin is not None and child.stderr is not None  # both piped
     child.stdin.write("the old man sat on the bench .\n" * 2000)  # more than a window: results are written
     child.stdin.flush()  # standard input stays open: the command waits for more when the signal comes
     deadline = time.monotonic() + 120
@@ -466,7 +468,8 @@ class LineFeeder:
     line is asked for: what a streaming command wrote before it had read its whole input."""
 
     def __init__(self, lines: list[str], output: Path):
-        self.lines, self.output, self.written_when_read = iter(lines), output, []
+        self.lines, self.output = iter(lines), output
+        self.written_when_read: list[int] = []
         self.buffer = self
 
     def readline(self, size: int = -1) -> bytes:

@@ -260,12 +260,14 @@ def test_installed_pipeline_needs_no_remote_code(exported, expected):
 
 
 @pytest.mark.parametrize("trust_remote_code", [True, False])
-def test_the_documented_route_without_a_task_works_with_hf_structure_imported(exported, expected, trust_remote_code):
-    """docs/publishing.md's `pipeline(model=folder, trust_remote_code=True)`: the task comes from config.json's
-    custom_pipelines, which the registered config classes drop, so it used to reach the Hub ("Repo id must be...")."""
+def test_the_documented_route_with_hf_structure_imported_names_the_task(exported, expected, trust_remote_code):
+    """docs/publishing.md: with hf_structure imported, its registered pipeline serves the task (the config classes
+    leave out the folder's `custom_pipelines`, which would demand remote code), so the task is named; without
+    hf_structure, `pipeline(model=folder, trust_remote_code=True)` infers it (`tests/helpers/remote_code.py`)."""
     from transformers import pipeline
 
-    parser = pipeline(model=str(exported), trust_remote_code=trust_remote_code)  # type: ignore[call-overload]  # transformers' overloads make `task` required
+    parser = pipeline("unsupervised-parsing", model=str(exported), trust_remote_code=trust_remote_code)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
+    assert type(parser).__module__ == "hf_structure.pipelines.unsupervised_parsing"
     assert normalise(parser(TEXT)[0]) == expected["pipeline"]
 
 

@@ -3,73 +3,33 @@
 contract says) is that sentence's error alone, by all three ways in; results keep the input's order whatever the
 batches; the file travels with the pipeline's, so it imports only the standard library.
 
-The refusing model is the contract's tiny test parser with one rule more: it refuses every sentence holding the word
-REFUSED, naming the sentence's place in its batch as the bundled models do."""
+The refusing model is `tests.helpers.refusing_parser`'s."""
 
 import json
 
 import pytest
-import torch
 from transformers import pipeline
 
-from hf_structure import ModelSpec, SentenceError, register_model
+from hf_structure import SentenceError
 from hf_structure.bundled import load_model_and_tokenizer
 from hf_structure.cli import main
-from hf_structure.data.tokenization import build_word_tokenizer
 from hf_structure.evaluation.scoring import evaluate, gold_treebank
 from hf_structure.pipelines.batched_parsing import Sentence, parse_in_order
 from hf_structure.pipelines.parser import Parser
 from tests.helpers.imports import called_names, imported_modules
-from tests.helpers.paths import FIXTURES, ROOT
-from tests.helpers.tiny_parser import TinyParserConfig, TinyParserModel
-
-REFUSED = "xyzzy"
-GOOD = [["the", "dog", "ran"], ["a", "man", "sat", "on", "the", "bench"], ["the", "man", "ran"]]
-WITH_REFUSED = ["the", REFUSED, "sat"]
-
-
-class RefusingParserConfig(TinyParserConfig):
-    model_type = "refusing-test-parser"
-
-    def __init__(self, vocab_size=16, hidden_size=8, **kwargs):  # transformers reads a config's own signature
-        super().__init__(vocab_size, hidden_size, **kwargs)
-
-
-class RefusingParserModel(TinyParserModel):
-    config_class = RefusingParserConfig
-
-    @torch.no_grad()
-    def parse(self, sentences, tokenizer):
-        for index, words in enumerate(sentences):
-            if REFUSED in words:
-                raise ValueError(f"sentence {index}: {REFUSED!r} is a word this model does not parse")
-        return super().parse(sentences, tokenizer)
+from tests.helpers.paths import ROOT
+from tests.helpers.refusing_parser import GOOD, REFUSED, WITH_REFUSED, save_refusing_parser
 
 
 @pytest.fixture(scope="module")
 def refusing(tmp_path_factory):
     """A saved folder of the refusing parser, registered as a model type of its own."""
-    register_model(
-        ModelSpec(
-            config_class=RefusingParserConfig,
-            auto_classes={"AutoModel": RefusingParserModel},
-            parsing_class="AutoModel",
-            card_template=FIXTURES / "tiny_card.md",
-            card_metrics=(),
-        )
-    )
-    folder = tmp_path_factory.mktemp("refusing")
-    tokenizer = build_word_tokenizer([" ".join(words) for words in [*GOOD, WITH_REFUSED]])
-    torch.manual_seed(0)
-    config = RefusingParserConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
-    RefusingParserModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_refusing_parser(tmp_path_factory.mktemp("refusing"))
 
 
 @pytest.fixture(scope="module")
 def parser(refusing):
-    return pipeline("unsupervised-parsing", model=str(refusing))
+    return pipeline("unsupervised-parsing", model=str(refusing))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 64])

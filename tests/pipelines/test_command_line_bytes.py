@@ -21,8 +21,21 @@ def test_an_argument_that_is_not_utf8_is_its_own_line_s_error(tmp_path, to_file)
     env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
     env.update(PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
     env.update(PYTHONUTF8="1")  # arguments read as UTF-8 (a surrogate for each byte that is not), whatever the locale
-    arguments = ["Good text.", b"bad \xed\xa0\x80 text", "Another one."]  # \xed\xa0\x80: U+D800 encoded, not UTF-8
-    command = [sys.executable, "-m", "hf_structure.cli", "parse", "--model", str(model), "--no-progress", *arguments]
+    arguments: list[str | bytes] = [
+        "Good text.",
+        b"bad \xed\xa0\x80 text",
+        "Another one.",
+    ]  # \xed\xa0\x80: U+D800 encoded, not UTF-8
+    command: list[str | bytes] = [
+        sys.executable,
+        "-m",
+        "hf_structure.cli",
+        "parse",
+        "--model",
+        str(model),
+        "--no-progress",
+    ]
+    command += arguments
     out = tmp_path / "out.jsonl"
     done = subprocess.run(
         command + (["--output", str(out)] if to_file else []), env=env, capture_output=True, timeout=300

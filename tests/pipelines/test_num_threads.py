@@ -40,7 +40,7 @@ def spied(parser, monkeypatch) -> list[int]:
 def test_num_threads_at_construction_and_per_call(folder, caller_threads, monkeypatch):
     from transformers import pipeline
 
-    parser = pipeline("unsupervised-parsing", model=folder, num_threads=1)
+    parser = pipeline("unsupervised-parsing", model=folder, num_threads=1)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     seen = spied(parser, monkeypatch)
     first = parser(WORDS, is_split_into_words=True, batch_size=2)
     assert torch.get_num_threads() == caller_threads
@@ -55,7 +55,7 @@ def test_without_num_threads_the_default_for_the_load_is_used(folder, caller_thr
     # The pipeline's own copy of hf_structure.threads (it travels with saved models): one core of two is taken.
     monkeypatch.setattr(parser_module, "usable_cores", lambda: 2)
     monkeypatch.setattr(parser_module, "busy_cores_of_others", lambda: 1.0)
-    parser = pipeline("unsupervised-parsing", model=folder)
+    parser = pipeline("unsupervised-parsing", model=folder)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     seen = spied(parser, monkeypatch)
     parser(WORDS[0], is_split_into_words=True)
     assert seen == [1] and torch.get_num_threads() == caller_threads
@@ -65,7 +65,7 @@ def test_without_num_threads_the_default_for_the_load_is_used(folder, caller_thr
 def test_a_bad_num_threads_is_refused_before_parsing(folder, value, monkeypatch):
     from transformers import pipeline
 
-    parser = pipeline("unsupervised-parsing", model=folder)
+    parser = pipeline("unsupervised-parsing", model=folder)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     seen = spied(parser, monkeypatch)
     with pytest.raises(ValueError, match="num_threads must be a whole number of at least 1"):
         parser(WORDS[0], is_split_into_words=True, num_threads=value)
@@ -77,9 +77,13 @@ def test_evaluation_parses_with_num_threads_and_restores_the_callers(folder, cal
     from hf_structure.pipelines.parser import Parser
 
     model, tokenizer = load_model_and_tokenizer(folder)
-    seen, parse = [], model.parse
-    monkeypatch.setattr(
-        model, "parse", lambda *args, **kwargs: seen.append(torch.get_num_threads()) or parse(*args, **kwargs)
-    )
+    seen: list[int] = []
+    parse = model.parse
+
+    def counting_parse(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(model, "parse", counting_parse)
     parses = Parser(model, tokenizer).parse_words(WORDS, batch_size=1, num_threads=2)
     assert seen == [2, 2] and len(parses) == 2 and torch.get_num_threads() == caller_threads

@@ -4,6 +4,8 @@ anything is parsed, and refuse an option a model does not take the same way, wit
 naming the option, the model and what it takes (one test per option and model, on the tiny random models that the
 registered model types declare: `ModelSpec.tiny_models`)."""
 
+from typing import Any
+
 import pytest
 
 from hf_structure import UnsupportedOptionError, model_spec
@@ -30,7 +32,7 @@ def folders(tmp_path_factory):
 def parsers(folders):
     from transformers import pipeline
 
-    return {name: pipeline("unsupervised-parsing", model=folder) for name, folder in folders.items()}
+    return {name: pipeline("unsupervised-parsing", model=folder) for name, folder in folders.items()}  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
 
 
 def refused_values() -> dict[str, dict[str, object]]:
@@ -219,13 +221,15 @@ WORDS_BY_CONVENTION = {
 
 def convention_of(name) -> str:
     spec, _ = TINY_MODELS[name]
-    return spec.config_class.default_word_convention
+    # Each model's generated config class has StructureConfig's `default_word_convention` (copied, not inherited).
+    config_class: Any = spec.config_class
+    return config_class.default_word_convention
 
 
 def test_the_package_s_models_cut_text_into_words_as_their_training_text_was():
+    config_classes: dict[str, Any] = {model_type: model_spec(model_type).config_class for model_type in MODEL_SPECS}
     assert {
-        model_type: model_spec(model_type).config_class.default_word_convention
-        for model_type in TRAINING_TEXT_CONVENTIONS
+        model_type: config_classes[model_type].default_word_convention for model_type in TRAINING_TEXT_CONVENTIONS
     } == TRAINING_TEXT_CONVENTIONS
 
 
@@ -279,7 +283,7 @@ def test_an_unknown_word_convention_is_an_error_naming_the_conventions(parsers):
 
 @pytest.mark.parametrize("model_type", list(MODEL_SPECS))
 def test_each_config_class_gives_its_model_type_s_word_convention_which_a_config_may_override(model_type):
-    config_class = model_spec(model_type).config_class
+    config_class: Any = model_spec(model_type).config_class  # a StructureConfig, copied into the generated file
     assert config_class().word_convention == config_class.default_word_convention
     for convention in ("ptb", "ud"):
         config = config_class(word_convention=convention)
@@ -302,10 +306,10 @@ def test_a_saved_config_states_the_convention_and_one_without_it_takes_the_model
     config = json.loads((folder / "config.json").read_text())
     assert config["word_convention"] == own
     (folder / "config.json").write_text(json.dumps({**config, "word_convention": other}))
-    assert words_of(pipeline("unsupervised-parsing", model=str(folder))(HYPHENATED)) == [WORDS_BY_CONVENTION[other]]
+    assert words_of(pipeline("unsupervised-parsing", model=str(folder))(HYPHENATED)) == [WORDS_BY_CONVENTION[other]]  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     del config["word_convention"]  # a folder saved before the conventions (the bundled checkpoints' config.json)
     (folder / "config.json").write_text(json.dumps(config))
-    parser = pipeline("unsupervised-parsing", model=str(folder))
+    parser = pipeline("unsupervised-parsing", model=str(folder))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     assert parser.model.config.word_convention == own
     assert words_of(parser(HYPHENATED)) == [WORDS_BY_CONVENTION[own]]
 

@@ -25,7 +25,7 @@ def parser(tmp_path_factory):
     from transformers import pipeline
 
     folder = make_model(tmp_path_factory.mktemp("pipeline") / "tiny")
-    return pipeline("unsupervised-parsing", model=str(folder))
+    return pipeline("unsupervised-parsing", model=str(folder))  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
 
 
 def ptb_tokens(text):
@@ -502,7 +502,7 @@ def test_split_sentences_false_parses_each_string_as_one_sentence(parser):
         parser(PARAGRAPH, split_sentences="no")
     from transformers import pipeline
 
-    unsplit = pipeline("unsupervised-parsing", model=parser.model, tokenizer=parser.tokenizer, split_sentences=False)
+    unsplit = pipeline("unsupervised-parsing", model=parser.model, tokenizer=parser.tokenizer, split_sentences=False)  # type: ignore[call-overload]  # transformers' overloads name only its own tasks
     assert unsplit(PARAGRAPH) == [result]  # the option given at construction
     assert unsplit(PARAGRAPH, split_sentences=True) == parser(PARAGRAPH)
     assert unsplit(PARAGRAPH, split_sentences=None) == [result]  # None: the pipeline's setting
