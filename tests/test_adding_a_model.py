@@ -483,4 +483,6 @@ def test_without_its_recipe_the_toy_registers_parses_and_has_its_page_and_the_tr
         repository,
         env={"PYTHONPATH": str(repository / "src")},
     )
-    assert trained.returncode != 0 and f"model type '{NAME}' has no training recipe" in trained.stderr
+    assert trained.returncode == 1 and trained.stderr.strip().splitlines() == [
+        f"run_parser.py: model type '{NAME}' has no training recipe: this entry cannot train it"
+    ]

@@ -48,7 +48,10 @@ def parse_arguments(
         raise EntryArgumentsError(
             f"--model_type {given_type} disagrees with --model_name_or_path {saved}, a {model_type}"
         )
-    recipe = model_spec(model_type).training_recipe()
+    spec = model_spec(model_type)
+    if spec.training is None:
+        raise EntryArgumentsError(f"model type {model_type!r} has no training recipe: this entry cannot train it")
+    recipe = spec.training_recipe()
     if not isinstance(recipe, recipe_kind):
         raise EntryArgumentsError(
             f"model type {model_type!r} is not trained by this entry (its recipe is a "
