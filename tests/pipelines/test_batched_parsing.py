@@ -8,6 +8,7 @@ The refusing model is `tests.helpers.refusing_parser`'s."""
 import json
 
 import pytest
+import torch
 from transformers import pipeline
 
 from hf_structure import SentenceError
@@ -205,3 +206,18 @@ def test_the_parser_imports_torch_the_standard_library_and_its_siblings():
         ".parser",
         ".quantization",
     }
+
+
+def test_between_two_batches_the_caller_keeps_its_own_gradient_mode_and_model_mode(parser):
+    reader = parser.parser
+    sentences = [sentence for words in GOOD for sentence in reader.sentences(words, is_split_into_words=True)]
+    reader.model.train()
+    try:
+        batches = reader.results(sentences, batch_size=1)
+        first = next(batches)
+        assert torch.is_grad_enabled() and reader.model.training  # the parse's context ended with its batch
+        assert [result for done in [first, *batches] for _, result in done] == [
+            parser(words, is_split_into_words=True) for words in GOOD
+        ]
+    finally:
+        reader.model.eval()

@@ -310,12 +310,18 @@ class Parser:
             if value is not None and name in takes
         }
         kept = tuple(structures) if structures is not None else None
-        with self.parsing(num_threads):
-            for done in parse_in_order(self.model, self.tokenizer, sentences, forward, batch_size, on_error, window):
-                yield [
-                    (sentence, self.result(parse, sentence, keep_punctuation, return_scores, kept))
-                    for sentence, parse in done
-                ]
+        batches = parse_in_order(self.model, self.tokenizer, sentences, forward, batch_size, on_error, window)
+        while True:
+            # Entered for each batch, not across the yields: the caller's code between two batches runs with its
+            # own gradient mode, threads and model mode.
+            with self.parsing(num_threads):
+                done = next(batches, None)
+            if done is None:
+                return
+            yield [
+                (sentence, self.result(parse, sentence, keep_punctuation, return_scores, kept))
+                for sentence, parse in done
+            ]
 
     def parse_words(
         self,
