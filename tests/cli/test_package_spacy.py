@@ -24,7 +24,7 @@ import hf_structure, spacy
 nlp = spacy.load(sys.argv[1])
 doc = nlp(sys.argv[2])
 print(json.dumps({"module": hf_structure.__file__, "heads": [t.head.i for t in doc], "deps": [t.dep_ for t in doc],
-                  "sents": [s.text for s in doc.sents]}))
+                  "tags": [(t.pos_, t.tag_) for t in doc], "sents": [s.text for s in doc.sents]}))
 """
 
 
@@ -37,7 +37,12 @@ def parsed_here(folder) -> dict:
     nlp = spacy.blank("en")
     nlp.add_pipe("hf_structure", config={"model": str(folder)})
     doc = nlp(TEXT)
-    return {"heads": [t.head.i for t in doc], "deps": [t.dep_ for t in doc], "sents": [s.text for s in doc.sents]}
+    return {
+        "heads": [t.head.i for t in doc],
+        "deps": [t.dep_ for t in doc],
+        "tags": [[t.pos_, t.tag_] for t in doc],  # as JSON gives them back
+        "sents": [s.text for s in doc.sents],
+    }
 
 
 def test_the_package_name_is_the_models_as_an_identifier():
