@@ -141,12 +141,13 @@ def main() -> None:
     parser.add_argument("--model", required=True, help="a bundled dependency model (arc-hybrid-ewt, g2gtr-ewt ...)")
     parser.add_argument("--output", type=Path, required=True, help="where the dev figures go (JSON)")
     parser.add_argument("--cache-dir", type=Path, default=Path("runs/tagger-vectors"))
-    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256])
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--dropout", type=float, default=0.3)
-    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tag-sets", nargs="+", choices=TAG_SETS, default=list(TAG_SETS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--bundle", action="store_true", help="write the chosen taggers into the model's folder")
     args = parser.parse_args()
@@ -159,11 +160,11 @@ def main() -> None:
     dev_x, dev = cached_split(model, tokenizer, args.model, "dev", args.cache_dir)
     encoded = time.time()
     # Tags in order of first appearance in train: a tag only dev or test has is never predicted.
-    tag_labels = {name: list(dict.fromkeys(tag for s in train for tag in s[name])) for name in TAG_SETS}
+    tag_labels = {name: list(dict.fromkeys(tag for s in train for tag in s[name])) for name in args.tag_sets}
     runs = {}
     for size in args.sizes:
         trained = {}
-        for name in TAG_SETS:
+        for name in args.tag_sets:
             tags = tag_labels[name]
             tagger, accuracy, epoch = train_tagger(
                 train_x, tag_ids(train, name, tags), dev_x, tag_ids(dev, name, tags), len(tags), size, args
