@@ -10,6 +10,7 @@ import spacy
 import torch
 
 from hf_structure.bundled import check_model_folder, load_model_and_tokenizer
+from hf_structure.evaluation.scoring import tag_accuracies
 from hf_structure.pipelines.parser import Parser
 from tests.helpers.scripts import load_script
 from tests.helpers.tiny_models import new_declared_tiny_model
@@ -92,3 +93,11 @@ def test_the_pipeline_and_spacy_carry_the_tags_of_every_word(tagged_folder):
     assert [token.pos_ for token in doc] == expected["upos"]
     assert [token.tag_ for token in doc] == expected["xpos"]
     assert [str(token.morph) or "_" for token in doc] == expected["feats"]
+
+
+def test_evaluation_scores_each_tag_set_every_parse_holds_over_the_words_gold_tags():
+    gold = [{"upos": ["NOUN", "VERB", "PUNCT"], "xpos": ["NN", None, "."]}]
+    parses = [{"upos": ["NOUN", "NOUN", "PUNCT"], "xpos": ["NN", "VBD", ","]}]
+    # xpos: the word without a gold tag is not scored; feats: no parse holds it.
+    assert tag_accuracies(gold, parses) == {"upos": 66.67, "xpos": 50.0}
+    assert tag_accuracies(gold, [{"heads": [0, 1, 1]}]) == {}
