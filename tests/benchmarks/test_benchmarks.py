@@ -134,3 +134,13 @@ def test_demo_latency_quick_times_a_short_text_behind_each_long_one():
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| structformer-ptb | ")]
     assert [row[1].split(" (")[0] for row in rows] == ["capped", "longest", "big"]
     assert all(float(seconds) > 0 for row in rows for seconds in row[2:5])
+
+
+def test_structformer_training_step_counts_operations_on_the_cpu_and_runs_on_meta():
+    import json
+
+    tiny = ["benchmarks/structformer_training_step.py", "--hidden_size", "32", "--num_hidden_layers", "1"]
+    on_cpu = json.loads(run_benchmark(*tiny, "--tokens", "200", "--steps", "1").splitlines()[-1])
+    assert on_cpu["forward"]["operations"] > 0 and on_cpu["optimizer"]["operations"] > 0 and on_cpu["steps_per_s"] > 0
+    on_meta = json.loads(run_benchmark(*tiny, "--tokens", "200", "--device", "meta").splitlines()[-1])
+    assert on_meta["forward"]["value_reads"] == {} and on_meta["backward"]["value_reads"] == {}

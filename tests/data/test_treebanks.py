@@ -316,6 +316,8 @@ def test_read_conllu_skips_multiword_tokens_and_empty_nodes(tmp_path):
         "id": "s1",
         "words": ["I", "do", "n't", "know", "."],
         "upos": ["PRON", "AUX", "PART", "VERB", "PUNCT"],
+        "xpos": ["PRP", "VBP", "RB", "VB", "."],
+        "feats": ["_", "_", "_", "_", "_"],
         "heads": [4, 4, 4, 0, 4],
         "deprels": ["nsubj", "aux", "advmod", "root", "punct"],
         "line": 1,
