@@ -59,7 +59,10 @@ def parts_of(model_name: str, parser) -> list[tuple[object, str, str]]:
     """(owner, attribute, part) of what to time in this model's parse."""
     model = parser.model
     modeling = sys.modules[type(model).__module__]
-    parts = [(parser, "sentences", "sentence splitting and words"), (model, "parse", "the rest of parse (Python)")]
+    parts = [
+        (parser.parser, "sentences", "sentence splitting and words"),
+        (model, "parse", "the rest of parse (Python)"),
+    ]
     parts.append((modeling, "encode_word_pieces", "word pieces"))
     if model.config.model_type == "arc_hybrid":  # arc-hybrid-ewt and its student, arc-hybrid-ewt-small
         parts.append((model.encoder, "forward", "encoder"))
